@@ -1,0 +1,172 @@
+// The one implementation of Octet's quantization math. Every path (the scalar reference, the
+// Highway SIMD path in src/codec and the CUDA kernels in kernels/) calls or mirrors these inline
+// functions, so that all of them produce the same bytes for the same input. Compile host code with
+// -ffp-contract=off and device code with --fmad=false: a fused multiply-add rounds differently.
+//
+// Vocabulary (docs/codec.md has the full story):
+//  * magnitude[0..top]: the ascending non-negative levels of a type, magnitude[0] = 0 and
+//    magnitude[top] = 1 exactly;
+//  * a signed type spends its "negative zero" code on +1, so negative values reach at most
+//    magnitude[top - 1]; the block scale carries the sign of the block's largest-magnitude element,
+//    which therefore always normalises to +1 and comes back exactly;
+//  * thresholds are the midpoints between adjacent magnitudes, rounded up to a float, so
+//    "nearest level, ties to the larger magnitude" becomes "count the thresholds <= |x|";
+//  * that count is read from a bucket table indexed by the top bits of |x|'s float encoding, each
+//    bucket holding at most one threshold: one table load and one integer compare per element.
+#pragma once
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define OCTET_HD __host__ __device__ __forceinline__
+#else
+#include <string.h>
+#define OCTET_HD inline
+#endif
+
+namespace octet {
+namespace detail {
+
+constexpr uint32_t kOneBits = 0x3f800000u;  // 1.0f
+constexpr uint32_t kAbsMask = 0x7fffffffu;
+constexpr uint32_t kExpMask = 0x7f800000u;  // all-ones exponent: Inf or NaN
+constexpr uint32_t kMaxLutEntries = 8192;
+constexpr uint32_t kThresholdBits = 24;            // low bits of a bucket entry: threshold offset
+constexpr float kDenormalRescale = 4294967296.0f;  // 2^32, exact
+
+// A code table in the form every encoder and decoder uses. Plain data: it is copied as bytes to
+// the GPU.
+struct QuantTable {
+  uint32_t bits;        // 8 or 4
+  uint32_t is_signed;   // 1: sign-magnitude codes with the spare "-0" code meaning +1
+  uint32_t top;         // index of magnitude 1.0 (128 for signed 8-bit, 255 unsigned, 8 for 4-bit)
+  uint32_t spare_code;  // code of +1 for signed types (0x80 or 0x8)
+  uint32_t sign_code;   // sign bit of a code (0x80 or 0x8); 0 for unsigned
+  uint32_t lo_bits;     // magnitudes below this float (a power of two) are in bucket 0
+  uint32_t shift;       // bucket = (bits(|x|) >> shift) - (lo_bits >> shift)
+  uint32_t lut_size;
+  float magnitude[256];          // ascending levels, [0] = 0, [top] = 1
+  float value[256];              // decoded value of each code for a unit scale
+  uint32_t lut[kMaxLutEntries];  // (level count below the bucket) << 24 | threshold offset
+};
+
+OCTET_HD uint32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+#endif
+}
+
+OCTET_HD float bits_float(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+#endif
+}
+
+OCTET_HD bool is_finite_bits(uint32_t u) {
+  return (u & kExpMask) != kExpMask;
+}
+
+// Per-block normalisation. The scale is the block's finite element of largest magnitude, with its
+// sign (ties between +m and -m pick +m); a zero scale means an all-zero (or all non-finite) block.
+struct BlockScale {
+  float scale;  // what the payload stores
+  float pre;    // 1, or 2^32 when |scale| is denormal (so that 1/scale stays finite)
+  float inv;    // 1 / (scale * pre), or 0 for a zero block
+};
+
+OCTET_HD BlockScale make_block_scale(float max_value, float min_value) {
+  // max_value/min_value: the largest and smallest finite elements (0 if none).
+  float scale = (max_value >= -min_value) ? max_value : min_value;
+  BlockScale s;
+  if (scale == 0.0f) {
+    s.scale = 0.0f;
+    s.pre = 1.0f;
+    s.inv = 0.0f;
+    return s;
+  }
+  s.scale = scale;
+  const bool denormal = (float_bits(scale) & kExpMask) == 0;
+  s.pre = denormal ? kDenormalRescale : 1.0f;
+  s.inv = 1.0f / (scale * s.pre);
+  return s;
+}
+
+OCTET_HD float normalize(float x, const BlockScale& s) {
+  return (x * s.pre) * s.inv;
+}
+
+// Index into magnitude[] of the level nearest to |xn| (ties to the larger magnitude), for
+// |xn| <= 1; larger inputs (and NaN) clamp to the top level.
+OCTET_HD uint32_t nearest_level(const QuantTable& t, uint32_t abs_bits) {
+  uint32_t a = abs_bits < t.lo_bits ? t.lo_bits : abs_bits;
+  a = a > kOneBits ? kOneBits : a;
+  const uint32_t entry = t.lut[(a >> t.shift) - (t.lo_bits >> t.shift)];
+  const uint32_t offset = a & ((1u << t.shift) - 1u);
+  return (entry >> kThresholdBits) + (offset >= (entry & ((1u << kThresholdBits) - 1u)) ? 1u : 0u);
+}
+
+// Level index and sign -> code. Negative values cannot use the top level (its code is +1).
+OCTET_HD uint32_t level_to_code(const QuantTable& t, uint32_t level, bool negative) {
+  if (!t.is_signed) return level;
+  if (negative) {
+    level = level > t.top - 1 ? t.top - 1 : level;
+    return level == 0 ? 0u : (t.sign_code | level);
+  }
+  return level == t.top ? t.spare_code : level;
+}
+
+// Round-to-nearest code of an already normalised value.
+OCTET_HD uint32_t encode_nearest(const QuantTable& t, float xn) {
+  const uint32_t u = float_bits(xn);
+  return level_to_code(t, nearest_level(t, u & kAbsMask), (u >> 31) != 0);
+}
+
+// Counter-based random bits (SplitMix64 finaliser): the same stream on every device, addressed by
+// (seed, element index), so any chunking of a tensor draws the same numbers.
+OCTET_HD uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Uniform in [0, 1) with 24 random bits: exact in fp32.
+OCTET_HD float uniform01(uint64_t seed, uint64_t index) {
+  const uint64_t r = mix64(seed ^ mix64(index + 0x9e3779b97f4a7c15ull));
+  return (float)(uint32_t)(r >> 40) * (1.0f / 16777216.0f);
+}
+
+// Unbiased stochastic rounding between the two levels around |xn|: the upper one is chosen with
+// probability (|xn| - lower) / (upper - lower), up to fp32 rounding of that ratio.
+OCTET_HD uint32_t encode_stochastic(const QuantTable& t, float xn, uint64_t seed, uint64_t index) {
+  const uint32_t u = float_bits(xn);
+  const bool negative = (u >> 31) != 0;
+  const uint32_t abs_bits = (u & kAbsMask) > kOneBits ? kOneBits : (u & kAbsMask);
+  const float a = bits_float(abs_bits);
+  const uint32_t max_level = (t.is_signed && negative) ? t.top - 1 : t.top;
+  uint32_t level = nearest_level(t, abs_bits);
+  level = level > max_level ? max_level : level;
+  const uint32_t lower = (t.magnitude[level] <= a) ? level : level - 1;
+  if (lower >= max_level) return level_to_code(t, max_level, negative);
+  const float lo = t.magnitude[lower];
+  const float gap = t.magnitude[lower + 1] - lo;
+  const float r = uniform01(seed, index);
+  const uint32_t chosen = (a - lo > r * gap) ? lower + 1 : lower;
+  return level_to_code(t, chosen, negative);
+}
+
+// Decoded value: code value times the block scale; "+ 0" turns a -0 (zero code, negative scale)
+// into +0 so that zero always decodes to +0.
+OCTET_HD float decode_value(const QuantTable& t, uint32_t code, float scale) {
+  return t.value[code] * scale + 0.0f;
+}
+
+}  // namespace detail
+}  // namespace octet

@@ -1,0 +1,104 @@
+/* The C API of Octet's compressed collectives: what C programs and the shims call.
+ * Every function returns an octet_status (0 = success) and never lets a C++ exception escape;
+ * octet_last_error_message() gives the text of the calling thread's last error. */
+#ifndef OCTET_OCTET_C_H_
+#define OCTET_OCTET_C_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Same values as octet::ErrorCode. */
+typedef enum {
+  OCTET_OK = 0,
+  OCTET_ERR_INVALID_ARGUMENT = 1,
+  OCTET_ERR_CORRUPT_PAYLOAD = 2,
+  OCTET_ERR_TRUNCATED_PAYLOAD = 3,
+  OCTET_ERR_UNSUPPORTED = 4,
+  OCTET_ERR_UNAVAILABLE = 5,
+  OCTET_ERR_MISMATCH = 6,
+  OCTET_ERR_TRANSPORT = 7,
+  OCTET_ERR_INTERNAL = 8
+} octet_status;
+
+/* Same values as octet::DataType. */
+typedef enum {
+  OCTET_TYPE_DYNAMIC = 1,
+  OCTET_TYPE_LINEAR = 2,
+  OCTET_TYPE_MANTISSA = 3,
+  OCTET_TYPE_STATIC_TREE = 4,
+  OCTET_TYPE_DYNAMIC_UNSIGNED = 5,
+  OCTET_TYPE_DYNAMIC4 = 6
+} octet_data_type;
+
+typedef struct {
+  octet_data_type type;           /* default OCTET_TYPE_DYNAMIC */
+  uint32_t block_size;            /* 0: the type's default */
+  int stochastic;                 /* 0/1 */
+  uint64_t seed;                  /* stochastic rounding stream */
+  const char* error_feedback_key; /* NULL: no error feedback; else the residual's name */
+  size_t min_bytes;               /* fp32 messages smaller than this go uncompressed */
+  int average;                    /* allreduce/reduce_scatter: divide the sum by the rank count */
+} octet_options;
+
+/* Fills *options with the defaults above. */
+void octet_options_init(octet_options* options);
+
+/* A communicator: a group of ranks over one transport (MPI: see octet_mpi.h). */
+typedef struct octet_comm_s* octet_comm;
+/* A pending non-blocking operation. */
+typedef struct octet_request_s* octet_request;
+
+octet_status octet_comm_free(octet_comm comm);
+octet_status octet_comm_rank(octet_comm comm, int* rank);
+octet_status octet_comm_size(octet_comm comm, int* size);
+
+/* Collectives on fp32 buffers. sendbuf == recvbuf (or sendbuf == NULL) means in place.
+ * count is the per-rank element count of the operation, as in MPI:
+ *  allreduce: count elements in and out;
+ *  reduce_scatter: count elements out per rank (count * size in);
+ *  allgather: count elements in per rank (count * size out);
+ *  broadcast: count elements from root. */
+octet_status octet_allreduce(octet_comm comm, const float* sendbuf, float* recvbuf, size_t count,
+                             const octet_options* options);
+octet_status octet_reduce_scatter(octet_comm comm, const float* sendbuf, float* recvbuf,
+                                  size_t count, const octet_options* options);
+octet_status octet_allgather(octet_comm comm, const float* sendbuf, float* recvbuf, size_t count,
+                             const octet_options* options);
+octet_status octet_broadcast(octet_comm comm, float* buffer, size_t count, int root,
+                             const octet_options* options);
+octet_status octet_send(octet_comm comm, const float* buffer, size_t count, int peer, int tag,
+                        const octet_options* options);
+octet_status octet_recv(octet_comm comm, float* buffer, size_t count, int peer, int tag,
+                        const octet_options* options);
+
+/* Non-blocking forms: the buffers must stay valid until the request completes. */
+octet_status octet_iallreduce(octet_comm comm, const float* sendbuf, float* recvbuf, size_t count,
+                              const octet_options* options, octet_request* request);
+octet_status octet_ireduce_scatter(octet_comm comm, const float* sendbuf, float* recvbuf,
+                                   size_t count, const octet_options* options,
+                                   octet_request* request);
+octet_status octet_iallgather(octet_comm comm, const float* sendbuf, float* recvbuf, size_t count,
+                              const octet_options* options, octet_request* request);
+octet_status octet_ibroadcast(octet_comm comm, float* buffer, size_t count, int root,
+                              const octet_options* options, octet_request* request);
+octet_status octet_isend(octet_comm comm, const float* buffer, size_t count, int peer, int tag,
+                         const octet_options* options, octet_request* request);
+octet_status octet_irecv(octet_comm comm, float* buffer, size_t count, int peer, int tag,
+                         const octet_options* options, octet_request* request);
+/* Completes and frees *request (sets it to NULL); returns the operation's status. */
+octet_status octet_wait(octet_request* request);
+/* *done = 1 when complete (then *request is freed and set to NULL, and the status returned). */
+octet_status octet_test(octet_request* request, int* done);
+
+const char* octet_status_string(octet_status status);
+const char* octet_last_error_message(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OCTET_OCTET_C_H_ */

@@ -1,0 +1,18 @@
+// Each area of the `octet` command line registers its subcommands here.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "octet/config.h"
+
+namespace octet {
+namespace cli {
+
+void add_codec_commands(CLI::App& app);    // codec_cmd.cc: octet codec error|encode|decode
+void add_predict_commands(CLI::App& app);  // predict_cmd.cc: octet predict ..., octet calibrate
+#if OCTET_HAVE_MPI
+void add_bench_commands(CLI::App& app);  // bench_cmd.cc: octet bench (under mpirun)
+#endif
+
+}  // namespace cli
+}  // namespace octet

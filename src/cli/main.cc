@@ -1,0 +1,29 @@
+// `octet`: one binary, one subcommand per job. Errors print one line and exit non-zero.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "octet/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Octet: 8-bit compressed communication for distributed deep learning"};
+  app.set_version_flag("--version", OCTET_VERSION_STRING);
+  app.require_subcommand(1);
+  octet::cli::add_codec_commands(app);
+  octet::cli::add_predict_commands(app);
+#if OCTET_HAVE_MPI
+  octet::cli::add_bench_commands(app);
+#endif
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const octet::Error& e) {
+    std::fprintf(stderr, "octet: error (%s): %s\n", octet::error_code_name(e.code()), e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "octet: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,39 @@
+// Per-block encode/decode primitives. Two implementations with identical results: the scalar
+// reference (scalar.cc) and the Highway SIMD path with runtime dispatch (simd.cc).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "octet/detail/quant_math.h"
+
+namespace octet {
+namespace codec {
+
+struct BlockStats {
+  float max_value;  // largest finite element, 0 if none (or if all are negative)
+  float min_value;  // smallest finite element, 0 if none (or if all are positive)
+  bool has_nonfinite;
+};
+
+struct BlockKernels {
+  BlockStats (*stats)(const float* x, size_t n);
+  // One code per byte (also for 4-bit types, packed afterwards).
+  void (*encode_nearest)(const detail::QuantTable& t, const float* x, size_t n,
+                         const detail::BlockScale& s, uint8_t* codes);
+  // codes: one per byte. accumulate: out += decoded.
+  void (*decode)(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
+                 float* out, bool accumulate);
+};
+
+const BlockKernels& scalar_kernels();
+const BlockKernels& simd_kernels();
+const char* simd_target_name();
+
+// Stochastic rounding has one (scalar) implementation, shared with the GPU through quant_math.h.
+void encode_stochastic_block(const detail::QuantTable& t, const float* x, size_t n,
+                             const detail::BlockScale& s, uint64_t seed, uint64_t first_index,
+                             uint8_t* codes);
+
+}  // namespace codec
+}  // namespace octet

@@ -1,0 +1,337 @@
+// Encode/decode orchestration: options, block loop (multi-threaded), payload sections.
+#include "octet/codec.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "codec/block_kernels.h"
+#include "codec/payload.h"
+#include "codec/tables.h"
+
+namespace octet {
+namespace codec {
+namespace {
+
+std::atomic<bool> g_force_scalar{false};
+
+const BlockKernels& kernels() {
+  return g_force_scalar.load(std::memory_order_relaxed) ? scalar_kernels() : simd_kernels();
+}
+
+// Below this many elements per thread, extra threads cost more than they save.
+constexpr size_t kMinElementsPerThread = size_t{1} << 18;
+
+int thread_count(int requested, uint64_t count, uint64_t blocks) {
+  if (requested == 1 || blocks < 2) return 1;
+  int hw = static_cast<int>(std::thread::hardware_concurrency());
+  if (hw < 1) hw = 1;
+  uint64_t n = requested > 0 ? static_cast<uint64_t>(requested) : static_cast<uint64_t>(hw);
+  if (requested <= 0) n = std::min<uint64_t>(n, count / kMinElementsPerThread);
+  return static_cast<int>(std::max<uint64_t>(1, std::min<uint64_t>(n, blocks)));
+}
+
+// Runs fn(first_block, end_block) over `threads` contiguous ranges of blocks.
+template <typename Fn>
+void for_block_ranges(uint64_t blocks, int threads, Fn fn) {
+  if (threads <= 1) {
+    fn(uint64_t{0}, blocks);
+    return;
+  }
+  std::vector<std::thread> pool;
+  pool.reserve(threads - 1);
+  const uint64_t per = (blocks + threads - 1) / threads;
+  for (int t = 1; t < threads; ++t) {
+    const uint64_t b0 = std::min(blocks, per * t), b1 = std::min(blocks, per * (t + 1));
+    pool.emplace_back([=] { fn(b0, b1); });
+  }
+  fn(uint64_t{0}, std::min(blocks, per));
+  for (auto& th : pool) th.join();
+}
+
+// 2-bit classes of the special section.
+enum : uint8_t { kFinite = 0, kNaN = 1, kPosInf = 2, kNegInf = 3 };
+
+uint8_t classify(float v) {
+  const uint32_t u = detail::float_bits(v);
+  if (detail::is_finite_bits(u)) return kFinite;
+  if ((u & 0x007fffffu) != 0) return kNaN;
+  return (u >> 31) ? kNegInf : kPosInf;
+}
+
+void set_code(uint8_t* codes, int bits, size_t i, uint32_t code) {
+  if (bits == 8) {
+    codes[i] = static_cast<uint8_t>(code);
+  } else {
+    const int sh = (i & 1) ? 4 : 0;
+    codes[i / 2] = static_cast<uint8_t>((codes[i / 2] & ~(0xF << sh)) | (code << sh));
+  }
+}
+
+struct EncodeJob {
+  const detail::QuantTable* table;
+  const CodecOptions* options;
+  const float* in;
+  uint64_t count;
+  uint32_t block;
+  int bits;
+  uint8_t* scales;
+  uint8_t* codes;
+  std::vector<uint8_t>* special;  // 1 per block with NaN/Inf
+  std::atomic<bool>* mixed_sign;  // unsigned type saw a block with both signs
+};
+
+void encode_blocks(const EncodeJob& job, uint64_t b0, uint64_t b1) {
+  const BlockKernels& k = kernels();
+  std::vector<uint8_t> nibbles(job.bits == 4 ? job.block : 0);
+  for (uint64_t b = b0; b < b1; ++b) {
+    const uint64_t first = b * job.block;
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(job.block, job.count - first));
+    const float* x = job.in + first;
+    const BlockStats st = k.stats(x, n);
+    (*job.special)[b] = st.has_nonfinite ? 1 : 0;
+    if (!job.table->is_signed && st.min_value < 0.0f && st.max_value > 0.0f)
+      job.mixed_sign->store(true, std::memory_order_relaxed);
+    const detail::BlockScale s = detail::make_block_scale(st.max_value, st.min_value);
+    store_f32(job.scales + 4 * b, s.scale);
+    uint8_t* dst = job.bits == 8 ? job.codes + first : nibbles.data();
+    if (job.options->stochastic)
+      encode_stochastic_block(*job.table, x, n, s, job.options->seed,
+                              job.options->index_offset + first, dst);
+    else
+      k.encode_nearest(*job.table, x, n, s, dst);
+    if (job.bits == 4) {
+      uint8_t* packed = job.codes + first / 2;
+      for (size_t i = 0; i + 1 < n; i += 2)
+        packed[i / 2] = static_cast<uint8_t>(nibbles[i] | (nibbles[i + 1] << 4));
+      if (n & 1) packed[n / 2] = nibbles[n - 1];
+    }
+  }
+}
+
+// Writes the special section; non-finite elements get code 0 so every path emits the same bytes.
+uint8_t* write_special(const EncodeJob& job, uint8_t* out, size_t entry_bytes) {
+  for (uint64_t b = 0; b < job.special->size(); ++b) {
+    if (!(*job.special)[b]) continue;
+    store_u32(out, static_cast<uint32_t>(b));
+    uint8_t* classes = out + 4;
+    std::memset(classes, 0, entry_bytes - 4);
+    const uint64_t first = b * job.block;
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(job.block, job.count - first));
+    for (size_t i = 0; i < n; ++i) {
+      float v;
+      std::memcpy(&v, job.in + first + i, sizeof v);
+      const uint8_t c = classify(v);
+      if (c == kFinite) continue;
+      classes[i / 4] = static_cast<uint8_t>(classes[i / 4] | (c << (2 * (i % 4))));
+      set_code(job.codes, job.bits, first + i, 0);
+    }
+    out += entry_bytes;
+  }
+  return out;
+}
+
+void check_scales(const uint8_t* scales, uint64_t blocks) {
+  for (uint64_t b = 0; b < blocks; ++b)
+    if (!std::isfinite(load_f32(scales + 4 * b)))
+      throw Error(ErrorCode::kCorruptPayload,
+                  "corrupt payload: scale of block " + std::to_string(b) + " is not finite");
+}
+
+void check_special(const uint8_t* p, const PayloadInfo& info, const Layout& l) {
+  int64_t previous = -1;
+  for (uint32_t s = 0; s < info.special_blocks; ++s) {
+    const uint8_t* entry = p + l.special + s * l.special_entry;
+    const uint32_t b = load_u32(entry);
+    if (static_cast<int64_t>(b) <= previous || b >= l.blocks)
+      throw Error(ErrorCode::kCorruptPayload, "corrupt payload: bad special block index");
+    previous = b;
+    const uint64_t n =
+        std::min<uint64_t>(info.block_size, info.count - uint64_t{b} * info.block_size);
+    for (uint64_t i = n; i < info.block_size; ++i)  // classes past the tail must be zero
+      if ((entry[4 + i / 4] >> (2 * (i % 4))) & 3)
+        throw Error(ErrorCode::kCorruptPayload, "corrupt payload: class past the tail block");
+  }
+}
+
+void apply_special(const uint8_t* p, const PayloadInfo& info, const Layout& l, float* out,
+                   DecodeMode mode) {
+  static const float kValue[4] = {0.0f, NAN, INFINITY, -INFINITY};
+  for (uint32_t s = 0; s < info.special_blocks; ++s) {
+    const uint8_t* entry = p + l.special + s * l.special_entry;
+    const uint64_t first = uint64_t{load_u32(entry)} * info.block_size;
+    const uint64_t n = std::min<uint64_t>(info.block_size, info.count - first);
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint8_t c = (entry[4 + i / 4] >> (2 * (i % 4))) & 3;
+      if (c == kFinite) continue;
+      float v = kValue[c];
+      if (mode == DecodeMode::kAccumulate) {
+        float o;
+        std::memcpy(&o, out + first + i, sizeof o);
+        v = o + v;
+      }
+      std::memcpy(out + first + i, &v, sizeof v);
+    }
+  }
+}
+
+void decode_blocks(const detail::QuantTable& t, const uint8_t* p, const PayloadInfo& info,
+                   const Layout& l, float* out, DecodeMode mode, uint64_t b0, uint64_t b1) {
+  const BlockKernels& k = kernels();
+  const int bits = static_cast<int>(t.bits);
+  std::vector<uint8_t> nibbles(bits == 4 ? info.block_size : 0);
+  for (uint64_t b = b0; b < b1; ++b) {
+    const uint64_t first = b * info.block_size;
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(info.block_size, info.count - first));
+    const uint8_t* codes = p + l.codes + (bits == 8 ? first : first / 2);
+    if (bits == 4) {
+      for (size_t i = 0; i < n; ++i) nibbles[i] = (codes[i / 2] >> ((i & 1) ? 4 : 0)) & 0xF;
+      codes = nibbles.data();
+    }
+    k.decode(t, codes, n, load_f32(p + l.scales + 4 * b), out + first,
+             mode == DecodeMode::kAccumulate);
+  }
+}
+
+}  // namespace
+}  // namespace codec
+
+using codec::Layout;
+
+uint32_t validate_options(const CodecOptions& o) {
+  const int t = static_cast<int>(o.type);
+  if (t < 1 || t > static_cast<int>(DataType::kDynamic4))
+    throw Error(ErrorCode::kInvalidArgument, "unknown data type " + std::to_string(t));
+  const uint32_t b = o.block_size == 0 ? default_block_size(o.type) : o.block_size;
+  if (b < kMinBlockSize || b > kMaxBlockSize || (b & (b - 1)) != 0)
+    throw Error(ErrorCode::kInvalidArgument,
+                "block size " + std::to_string(b) + " must be a power of two in [64, 65536]");
+  if (o.mantissa_exponent_offset < 0 || o.mantissa_exponent_offset > 8)
+    throw Error(ErrorCode::kInvalidArgument, "mantissa exponent offset must be in 0..8");
+  if (o.type != DataType::kMantissa && o.mantissa_exponent_offset != 0)
+    throw Error(ErrorCode::kInvalidArgument,
+                "an exponent offset applies to the mantissa type only");
+  return b;
+}
+
+size_t max_encoded_size(size_t count, const CodecOptions& o) {
+  const uint32_t b = validate_options(o);
+  if (count > codec::kMaxCount) throw Error(ErrorCode::kInvalidArgument, "count too large");
+  const uint64_t blocks = (count + b - 1) / b;
+  return codec::make_layout(count, b, data_type_bits(o.type), static_cast<uint32_t>(blocks),
+                            o.checksum)
+      .size;
+}
+
+size_t encode(const float* in, size_t count, const CodecOptions& o, uint8_t* out,
+              size_t out_capacity) {
+  const uint32_t block = validate_options(o);
+  if (count > codec::kMaxCount) throw Error(ErrorCode::kInvalidArgument, "count too large");
+  if (in == nullptr && count > 0) throw Error(ErrorCode::kInvalidArgument, "input is null");
+  if (out == nullptr) throw Error(ErrorCode::kInvalidArgument, "output is null");
+  const int bits = data_type_bits(o.type);
+  const Layout base = codec::make_layout(count, block, bits, 0, o.checksum);
+  if (out_capacity < base.size)
+    throw Error(ErrorCode::kInvalidArgument,
+                "output buffer too small: " + std::to_string(out_capacity) + " < " +
+                    std::to_string(base.size) + " bytes");
+  std::vector<uint8_t> special(base.blocks, 0);
+  std::atomic<bool> mixed{false};
+  const codec::EncodeJob job{&codec::quant_table(o.type, o.mantissa_exponent_offset),
+                             &o,
+                             in,
+                             count,
+                             block,
+                             bits,
+                             out + base.scales,
+                             out + base.codes,
+                             &special,
+                             &mixed};
+  const int threads = codec::thread_count(o.threads, count, base.blocks);
+  codec::for_block_ranges(base.blocks, threads,
+                          [&](uint64_t b0, uint64_t b1) { codec::encode_blocks(job, b0, b1); });
+  if (mixed)
+    throw Error(ErrorCode::kInvalidArgument,
+                "dynamic_unsigned needs blocks whose elements all have one sign");
+  const uint32_t specials =
+      static_cast<uint32_t>(std::count(special.begin(), special.end(), uint8_t{1}));
+  const Layout l = codec::make_layout(count, block, bits, specials, o.checksum);
+  if (out_capacity < l.size)
+    throw Error(ErrorCode::kInvalidArgument,
+                "output buffer too small for the NaN/Inf positions: need " +
+                    std::to_string(l.size) + " bytes (max_encoded_size gives a safe bound)");
+  codec::write_special(job, out + l.special, l.special_entry);
+  PayloadInfo info;
+  info.type = o.type;
+  info.block_size = block;
+  info.count = count;
+  info.special_blocks = specials;
+  info.has_checksum = o.checksum;
+  info.stochastic = o.stochastic;
+  info.mantissa_exponent_offset = o.mantissa_exponent_offset;
+  codec::write_header(out, info);
+  if (o.checksum)
+    codec::store_u32(out + l.checksum,
+                     codec::crc32_of(out + codec::kHeaderSize, l.checksum - codec::kHeaderSize));
+  return l.size;
+}
+
+std::vector<uint8_t> encode(const std::vector<float>& in, const CodecOptions& o) {
+  std::vector<uint8_t> out(max_encoded_size(in.size(), o));
+  out.resize(encode(in.data(), in.size(), o, out.data(), out.size()));
+  return out;
+}
+
+PayloadInfo inspect(const uint8_t* payload, size_t length) {
+  return codec::read_header(payload, length);
+}
+
+void decode(const uint8_t* p, size_t length, float* out, size_t count, DecodeMode mode,
+            int threads) {
+  const PayloadInfo info = codec::read_header(p, length);
+  if (length != info.size)
+    throw Error(ErrorCode::kCorruptPayload, "payload has " + std::to_string(length) +
+                                                " bytes, its header says " +
+                                                std::to_string(info.size));
+  if (count != info.count)
+    throw Error(ErrorCode::kMismatch, "payload holds " + std::to_string(info.count) +
+                                          " elements, the caller expects " + std::to_string(count));
+  if (out == nullptr && count > 0) throw Error(ErrorCode::kInvalidArgument, "output is null");
+  const int bits = data_type_bits(info.type);
+  const Layout l =
+      codec::make_layout(info.count, info.block_size, bits, info.special_blocks, info.has_checksum);
+  if (info.has_checksum &&
+      codec::load_u32(p + l.checksum) !=
+          codec::crc32_of(p + codec::kHeaderSize, l.checksum - codec::kHeaderSize))
+    throw Error(ErrorCode::kCorruptPayload, "corrupt payload: body checksum mismatch");
+  codec::check_scales(p + l.scales, l.blocks);
+  codec::check_special(p, info, l);
+  if (bits == 4 && (info.count & 1) && (p[l.codes + l.code_bytes - 1] >> 4) != 0)
+    throw Error(ErrorCode::kCorruptPayload, "corrupt payload: padding nibble is not zero");
+  const detail::QuantTable& t = codec::quant_table(info.type, info.mantissa_exponent_offset);
+  const int nt = codec::thread_count(threads, info.count, l.blocks);
+  codec::for_block_ranges(l.blocks, nt, [&](uint64_t b0, uint64_t b1) {
+    codec::decode_blocks(t, p, info, l, out, mode, b0, b1);
+  });
+  codec::apply_special(p, info, l, out, mode);
+}
+
+std::vector<float> decode(const std::vector<uint8_t>& payload) {
+  const PayloadInfo info = inspect(payload.data(), payload.size());
+  std::vector<float> out(info.count);
+  decode(payload.data(), payload.size(), out.data(), out.size());
+  return out;
+}
+
+std::string simd_target() {
+  return codec::simd_target_name();
+}
+
+bool set_force_scalar(bool force) {
+  return codec::g_force_scalar.exchange(force);
+}
+
+}  // namespace octet

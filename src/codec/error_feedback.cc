@@ -1,0 +1,47 @@
+#include "octet/error_feedback.h"
+
+#include <cmath>
+
+namespace octet {
+
+size_t ErrorFeedback::encode(const std::string& key, const float* in, size_t count,
+                             const CodecOptions& options, uint8_t* out, size_t out_capacity) {
+  if (in == nullptr && count > 0) throw Error(ErrorCode::kInvalidArgument, "input is null");
+  std::vector<float> corrected(in, in + count);
+  std::vector<float> residual;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = residuals_.find(key);
+    if (it != residuals_.end() && it->second.size() == count) residual = std::move(it->second);
+  }
+  if (residual.size() == count)
+    for (size_t i = 0; i < count; ++i) corrected[i] += residual[i];
+  const size_t written = octet::encode(corrected.data(), count, options, out, out_capacity);
+  residual.resize(count);
+  decode(out, written, residual.data(), count, DecodeMode::kOverwrite, options.threads);
+  for (size_t i = 0; i < count; ++i) {
+    const float r = corrected[i] - residual[i];
+    residual[i] = std::isfinite(r) ? r : 0.0f;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  residuals_[key] = std::move(residual);
+  return written;
+}
+
+std::vector<float> ErrorFeedback::residual(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = residuals_.find(key);
+  return it == residuals_.end() ? std::vector<float>{} : it->second;
+}
+
+void ErrorFeedback::reset(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  residuals_.erase(key);
+}
+
+void ErrorFeedback::clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  residuals_.clear();
+}
+
+}  // namespace octet

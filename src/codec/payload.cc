@@ -1,0 +1,134 @@
+#include "codec/payload.h"
+
+#include <zlib.h>
+
+#include <cstring>
+#include <string>
+
+#include "octet/detail/quant_math.h"
+
+namespace octet {
+namespace codec {
+namespace {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire format is little-endian");
+
+constexpr uint8_t kMagic[4] = {'O', 'C', 'T', '8'};
+
+void store_u64(uint8_t* p, uint64_t v) {
+  std::memcpy(p, &v, 8);
+}
+uint64_t load_u64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+[[noreturn]] void corrupt(const std::string& what) {
+  throw Error(ErrorCode::kCorruptPayload, "corrupt payload: " + what);
+}
+
+bool known_type(uint8_t t) {
+  return t >= static_cast<uint8_t>(DataType::kDynamic) &&
+         t <= static_cast<uint8_t>(DataType::kDynamic4);
+}
+
+}  // namespace
+
+void store_u32(uint8_t* p, uint32_t v) {
+  std::memcpy(p, &v, 4);
+}
+uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+void store_f32(uint8_t* p, float v) {
+  std::memcpy(p, &v, 4);
+}
+float load_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+uint32_t crc32_of(const uint8_t* data, size_t n) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (n > 0) {  // zlib takes uInt lengths
+    const uInt step = n > (1u << 30) ? (1u << 30) : static_cast<uInt>(n);
+    crc = crc32(crc, data, step);
+    data += step;
+    n -= step;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+Layout make_layout(uint64_t count, uint32_t block_size, int bits, uint32_t special_blocks,
+                   bool checksum) {
+  Layout l;
+  l.blocks = (count + block_size - 1) / block_size;
+  l.scales = kHeaderSize;
+  l.codes = l.scales + 4 * l.blocks;
+  l.code_bytes = (count * static_cast<uint64_t>(bits) + 7) / 8;
+  l.special = l.codes + l.code_bytes;
+  l.special_entry = 4 + block_size / 4;
+  l.checksum = l.special + special_blocks * l.special_entry;
+  l.size = l.checksum + (checksum ? 4 : 0);
+  return l;
+}
+
+void write_header(uint8_t* out, const PayloadInfo& info) {
+  std::memset(out, 0, kHeaderSize);
+  std::memcpy(out, kMagic, 4);
+  out[4] = kVersion;
+  out[5] = static_cast<uint8_t>(info.type);
+  out[6] = static_cast<uint8_t>((info.has_checksum ? kFlagChecksum : 0) |
+                                (info.stochastic ? kFlagStochastic : 0));
+  out[7] = static_cast<uint8_t>(info.mantissa_exponent_offset);
+  store_u32(out + 8, info.block_size);
+  store_u32(out + 12, info.special_blocks);
+  store_u64(out + 16, info.count);
+  store_u32(out + 28, crc32_of(out, 28));
+}
+
+PayloadInfo read_header(const uint8_t* p, size_t length) {
+  if (p == nullptr && length > 0)
+    throw Error(ErrorCode::kInvalidArgument, "payload pointer is null");
+  if (length < kHeaderSize)
+    throw Error(ErrorCode::kTruncatedPayload, "truncated payload: " + std::to_string(length) +
+                                                  " bytes, the header alone needs 32");
+  if (std::memcmp(p, kMagic, 4) != 0) corrupt("bad magic (not an Octet payload)");
+  if (p[4] != kVersion) corrupt("unsupported version " + std::to_string(p[4]));
+  if (load_u32(p + 28) != crc32_of(p, 28)) corrupt("header checksum mismatch");
+  if (!known_type(p[5])) corrupt("unknown data type " + std::to_string(p[5]));
+  if ((p[6] & ~(kFlagChecksum | kFlagStochastic)) != 0) corrupt("unknown flags");
+  if (load_u32(p + 24) != 0) corrupt("reserved field is not zero");
+  PayloadInfo info;
+  info.type = static_cast<DataType>(p[5]);
+  info.has_checksum = (p[6] & kFlagChecksum) != 0;
+  info.stochastic = (p[6] & kFlagStochastic) != 0;
+  info.mantissa_exponent_offset = p[7];
+  info.block_size = load_u32(p + 8);
+  info.special_blocks = load_u32(p + 12);
+  info.count = load_u64(p + 16);
+  const uint32_t b = info.block_size;
+  if (b < kMinBlockSize || b > kMaxBlockSize || (b & (b - 1)) != 0)
+    corrupt("block size " + std::to_string(b) + " is not a power of two in [64, 65536]");
+  if (info.mantissa_exponent_offset > 8 ||
+      (info.type != DataType::kMantissa && info.mantissa_exponent_offset != 0))
+    corrupt("bad exponent offset");
+  if (info.count > kMaxCount) corrupt("element count too large");
+  const Layout l = make_layout(info.count, b, data_type_bits(info.type), 0, false);
+  if (info.special_blocks > l.blocks) corrupt("more special blocks than blocks");
+  info.size =
+      make_layout(info.count, b, data_type_bits(info.type), info.special_blocks, info.has_checksum)
+          .size;
+  if (length < info.size)
+    throw Error(ErrorCode::kTruncatedPayload, "truncated payload: " + std::to_string(length) +
+                                                  " bytes, header says " +
+                                                  std::to_string(info.size));
+  return info;
+}
+
+}  // namespace codec
+}  // namespace octet

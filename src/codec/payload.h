@@ -1,0 +1,46 @@
+// The payload layout (docs/wire-format.md): header, scales, codes, special blocks, checksum.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "octet/codec.h"
+
+namespace octet {
+namespace codec {
+
+constexpr uint32_t kHeaderSize = 32;
+constexpr uint8_t kVersion = 1;
+constexpr uint8_t kFlagChecksum = 1;
+constexpr uint8_t kFlagStochastic = 2;
+constexpr uint64_t kMaxCount = uint64_t{1} << 48;
+
+// Byte offsets and sizes of the payload's sections, derived from the header fields alone.
+struct Layout {
+  uint64_t blocks = 0;
+  size_t scales = 0;  // offset of the scales (kHeaderSize)
+  size_t codes = 0;   // offset of the codes
+  size_t code_bytes = 0;
+  size_t special = 0;        // offset of the special-block section
+  size_t special_entry = 0;  // bytes per special block: u32 index + 2-bit class per element
+  size_t checksum = 0;       // offset of the body CRC (if any)
+  size_t size = 0;           // total
+};
+
+Layout make_layout(uint64_t count, uint32_t block_size, int bits, uint32_t special_blocks,
+                   bool checksum);
+
+void write_header(uint8_t* out, const PayloadInfo& info);
+// Validates and parses the header; throws kTruncatedPayload / kCorruptPayload.
+PayloadInfo read_header(const uint8_t* payload, size_t length);
+
+uint32_t crc32_of(const uint8_t* data, size_t n);
+
+// Little-endian field access at any alignment.
+void store_u32(uint8_t* p, uint32_t v);
+uint32_t load_u32(const uint8_t* p);
+void store_f32(uint8_t* p, float v);
+float load_f32(const uint8_t* p);
+
+}  // namespace codec
+}  // namespace octet

@@ -1,0 +1,23 @@
+// Code tables of every data type, built once per process from exact formulas (docs/codec.md).
+#pragma once
+
+#include <vector>
+
+#include "octet/codec.h"
+#include "octet/detail/quant_math.h"
+
+namespace octet {
+namespace codec {
+
+// The magnitude levels of a type, ascending, [0] = 0 and back() = 1 (docs/codec.md).
+std::vector<float> type_magnitudes(DataType type, int mantissa_exponent_offset);
+
+// The table for a type; built on first use, then shared (thread-safe, never freed).
+const detail::QuantTable& quant_table(DataType type, int mantissa_exponent_offset = 0);
+
+// Builds a table from ascending magnitudes (exposed for tests).
+detail::QuantTable build_quant_table(const std::vector<float>& magnitudes, int bits,
+                                     bool is_signed);
+
+}  // namespace codec
+}  // namespace octet
