@@ -1,0 +1,226 @@
+// Round trips: error bounds per type and block size, exact extremes, special values, SIMD vs
+// scalar bit identity, threads, unaligned pointers.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "test_util.h"
+
+namespace octet {
+namespace {
+
+using testing_util::first_bound_violation;
+using testing_util::normal_data;
+using testing_util::options_for;
+
+// x with a mix of scales per block, so that blocks differ.
+std::vector<float> mixed_data(size_t n, uint64_t seed) {
+  std::vector<float> x = normal_data(n, seed);
+  for (size_t i = 0; i < n; ++i) x[i] *= std::ldexp(1.0f, int(i / 97 % 40) - 20);
+  return x;
+}
+
+struct RoundTripCase {
+  DataType type;
+  uint32_t block;
+};
+
+class RoundTrip : public ::testing::TestWithParam<RoundTripCase> {};
+
+TEST_P(RoundTrip, StaysWithinTheDocumentedBound) {
+  const auto [type, block] = GetParam();
+  for (size_t n :
+       {size_t{1}, size_t{63}, size_t{block} - 1, size_t{block} + 1, size_t{3} * block + 17}) {
+    std::vector<float> x = mixed_data(n, n);
+    if (type == DataType::kDynamicUnsigned)
+      for (auto& v : x) v = std::fabs(v);
+    const std::vector<float> y = decode(encode(x, options_for(type, block)));
+    ASSERT_EQ(y.size(), x.size());
+    const size_t bad = first_bound_violation(x, y, block, bound_fraction(type));
+    ASSERT_EQ(bad, x.size()) << "n=" << n << " x=" << x[bad] << " y=" << y[bad];
+  }
+}
+
+TEST_P(RoundTrip, BlockExtremeComesBackExactlyWhateverItsSign) {
+  const auto [type, block] = GetParam();
+  std::vector<float> x = normal_data(2 * block, 3);
+  x[5] = -100.0f;         // negative extreme of block 0
+  x[block + 9] = 77.25f;  // positive extreme of block 1
+  if (type == DataType::kDynamicUnsigned) {
+    for (size_t i = 0; i < block; ++i) x[i] = -std::fabs(x[i]);  // single-signed blocks
+    for (size_t i = block; i < 2 * block; ++i) x[i] = std::fabs(x[i]);
+  }
+  const std::vector<float> y = decode(encode(x, options_for(type, block)));
+  EXPECT_EQ(y[5], -100.0f);
+  EXPECT_EQ(y[block + 9], 77.25f);
+}
+
+std::vector<RoundTripCase> round_trip_cases() {
+  std::vector<RoundTripCase> cases;
+  for (DataType t : all_data_types())
+    for (uint32_t b : {64u, 128u, 2048u, 65536u}) cases.push_back({t, b});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(TypesAndBlocks, RoundTrip, ::testing::ValuesIn(round_trip_cases()),
+                         [](const auto& info) {
+                           return std::string(data_type_name(info.param.type)) + "_" +
+                                  std::to_string(info.param.block);
+                         });
+
+TEST(Codec, BothSignsOfTheExtremeStayInsideTheBound) {
+  std::vector<float> x(64, 0.25f);
+  x[0] = 2.0f;
+  x[1] = -2.0f;
+  const std::vector<float> y = decode(encode(x, options_for(DataType::kDynamic, 64)));
+  EXPECT_EQ(y[0], 2.0f) << "ties between +m and -m keep +m exact";
+  EXPECT_LE(std::fabs(y[1] + 2.0f), bound_fraction(DataType::kDynamic) * 2.0);
+}
+
+TEST(Codec, NonFiniteValuesComeBackWhereTheyWere) {
+  for (DataType type : all_data_types()) {
+    std::vector<float> x = normal_data(300, 11);
+    if (type == DataType::kDynamicUnsigned)
+      for (auto& v : x) v = std::fabs(v);
+    x[3] = std::numeric_limits<float>::quiet_NaN();
+    x[4] = std::numeric_limits<float>::infinity();
+    x[150] = -std::numeric_limits<float>::infinity();
+    x[299] = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<uint8_t> p = encode(x, options_for(type, 64));
+    EXPECT_EQ(inspect(p.data(), p.size()).special_blocks, 3u);
+    const std::vector<float> y = decode(p);
+    EXPECT_TRUE(std::isnan(y[3]));
+    EXPECT_EQ(y[4], std::numeric_limits<float>::infinity());
+    EXPECT_EQ(y[150], -std::numeric_limits<float>::infinity());
+    EXPECT_TRUE(std::isnan(y[299]));
+    EXPECT_EQ(first_bound_violation(x, y, 64, bound_fraction(type)), x.size())
+        << data_type_name(type);
+  }
+}
+
+TEST(Codec, AllZeroAndAllNonFiniteBlocksDecodeExactly) {
+  std::vector<float> x(200, 0.0f);
+  x[7] = -0.0f;
+  for (size_t i = 128; i < 192; ++i) x[i] = std::numeric_limits<float>::infinity();
+  const std::vector<float> y = decode(encode(x, options_for(DataType::kDynamic, 64)));
+  for (size_t i = 0; i < 128; ++i) ASSERT_EQ(y[i], 0.0f);
+  for (size_t i = 128; i < 192; ++i) ASSERT_EQ(y[i], std::numeric_limits<float>::infinity());
+  for (size_t i = 192; i < 200; ++i) ASSERT_EQ(y[i], 0.0f);
+}
+
+TEST(Codec, DenormalBlocksKeepTheirRelativeBound) {
+  std::vector<float> x = normal_data(256, 5);
+  for (auto& v : x) v *= 1e-39f;  // all denormal: 1 / absmax would overflow without rescaling
+  x[10] = -3e-39f;
+  for (DataType type : {DataType::kDynamic, DataType::kLinear, DataType::kDynamic4}) {
+    const std::vector<float> y = decode(encode(x, options_for(type, 64)));
+    EXPECT_EQ(first_bound_violation(x, y, 64, bound_fraction(type)), x.size())
+        << data_type_name(type);
+  }
+  EXPECT_EQ(decode(encode(x, options_for(DataType::kDynamic, 64)))[10], -3e-39f);
+}
+
+TEST(Codec, EmptyTensorRoundTrips) {
+  const std::vector<uint8_t> p = encode(std::vector<float>{}, CodecOptions{});
+  EXPECT_EQ(p.size(), 32u);
+  EXPECT_TRUE(decode(p).empty());
+}
+
+TEST(Codec, CompressionRatioIsNearFourForEightBitTypes) {
+  const std::vector<float> x = normal_data(1 << 16, 1);
+  EXPECT_GT(4.0 * x.size() / encode(x, CodecOptions{}).size(), 3.99);
+  EXPECT_GT(4.0 * x.size() / encode(x, options_for(DataType::kDynamic4)).size(), 7.5);
+}
+
+TEST(Codec, UnsignedTypeRejectsMixedSignBlocks) {
+  std::vector<float> x(64, 1.0f);
+  x[3] = -1.0f;
+  try {
+    encode(x, options_for(DataType::kDynamicUnsigned, 64));
+    FAIL() << "mixed signs must be rejected";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  }
+}
+
+TEST(Codec, BadOptionsAreRejected) {
+  const std::vector<float> x(10, 1.0f);
+  for (uint32_t block : {1u, 32u, 100u, 131072u})
+    EXPECT_THROW(encode(x, options_for(DataType::kDynamic, block)), Error) << block;
+  CodecOptions o;
+  o.type = static_cast<DataType>(42);
+  EXPECT_THROW(encode(x, o), Error);
+  o = CodecOptions{};
+  o.mantissa_exponent_offset = 3;  // only for the mantissa type
+  EXPECT_THROW(encode(x, o), Error);
+  std::vector<uint8_t> small(40);
+  EXPECT_THROW(encode(x.data(), x.size(), CodecOptions{}, small.data(), small.size()), Error);
+}
+
+// The SIMD path must produce the scalar reference's bytes, for every size and alignment.
+class SimdVsScalar : public ::testing::TestWithParam<DataType> {};
+
+TEST_P(SimdVsScalar, PayloadsAndDecodesAreBitIdentical) {
+  const DataType type = GetParam();
+  std::vector<float> base = mixed_data(5000, 9);
+  base[77] = std::numeric_limits<float>::quiet_NaN();
+  base[1000] = 1e-40f;
+  if (type == DataType::kDynamicUnsigned)
+    for (auto& v : base) v = std::fabs(v);
+  std::vector<uint8_t> storage(base.size() * 4 + 8);
+  for (size_t n : {0, 1, 7, 8, 15, 16, 17, 63, 64, 65, 100, 1023, 1024, 1025, 4999}) {
+    for (size_t misalign : {0, 1, 3}) {
+      float* x = reinterpret_cast<float*>(storage.data() + misalign);
+      std::memcpy(x, base.data(), n * 4);
+      CodecOptions o = options_for(type, 64);
+      o.mantissa_exponent_offset = type == DataType::kMantissa ? 2 : 0;
+      std::vector<uint8_t> simd(max_encoded_size(n, o)), scalar(simd.size());
+      set_force_scalar(true);
+      const size_t ns = encode(x, n, o, scalar.data(), scalar.size());
+      set_force_scalar(false);
+      const size_t nv = encode(x, n, o, simd.data(), simd.size());
+      ASSERT_EQ(ns, nv);
+      ASSERT_EQ(0, std::memcmp(simd.data(), scalar.data(), ns))
+          << "n=" << n << " " << simd_target();
+      std::vector<uint8_t> out(n * 4 + 8);
+      float* yv = reinterpret_cast<float*>(out.data() + misalign);
+      std::vector<float> ys(n, 0.5f);
+      for (size_t i = 0; i < n; ++i) std::memcpy(yv + i, &ys[i], 4);
+      set_force_scalar(true);
+      decode(scalar.data(), ns, ys.data(), n, DecodeMode::kAccumulate);
+      set_force_scalar(false);
+      decode(simd.data(), nv, yv, n, DecodeMode::kAccumulate);
+      ASSERT_EQ(0, std::memcmp(yv, ys.data(), n * 4)) << "n=" << n;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, SimdVsScalar, ::testing::ValuesIn(all_data_types()),
+                         [](const auto& info) { return std::string(data_type_name(info.param)); });
+
+TEST(Codec, ThreadsDoNotChangeTheBytes) {
+  const std::vector<float> x = mixed_data((1 << 20) + 333, 4);
+  CodecOptions one, many;
+  one.threads = 1;
+  many.threads = 4;
+  const std::vector<uint8_t> a = encode(x, one), b = encode(x, many);
+  ASSERT_EQ(a, b);
+  std::vector<float> ya(x.size()), yb(x.size());
+  decode(a.data(), a.size(), ya.data(), ya.size(), DecodeMode::kOverwrite, 1);
+  decode(b.data(), b.size(), yb.data(), yb.size(), DecodeMode::kOverwrite, 4);
+  EXPECT_EQ(0, std::memcmp(ya.data(), yb.data(), 4 * x.size()));
+}
+
+TEST(Codec, AccumulateAddsTheDecodedValues) {
+  const std::vector<float> x = normal_data(1000, 2);
+  const std::vector<uint8_t> p = encode(x, CodecOptions{});
+  const std::vector<float> d = decode(p);
+  std::vector<float> acc(x.size(), 1.0f);
+  decode(p.data(), p.size(), acc.data(), acc.size(), DecodeMode::kAccumulate);
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(acc[i], 1.0f + d[i]);
+}
+
+}  // namespace
+}  // namespace octet
