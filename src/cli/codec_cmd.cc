@@ -190,6 +190,21 @@ void add_codec_commands(CLI::App& app) {
     write_file(enc->second.second, out.data(), n);
   });
 
+  auto table_type = std::make_shared<std::string>("dynamic");
+  auto table_offset = std::make_shared<int>(0);
+  CLI::App* table = codec->add_subcommand("table", "Print a type's code table (code -> value)");
+  table->add_option("--type", *table_type, "data type")->capture_default_str();
+  table->add_option("--offset", *table_offset, "mantissa exponent offset (0..8)");
+  table->callback([table_type, table_offset] {
+    const DataType t = parse_data_type(*table_type);
+    const std::vector<float> v = code_values(t, *table_offset);
+    std::printf("# %s: %zu codes, error bound %.9g x absmax\n", data_type_name(t), v.size(),
+                bound_fraction(t, *table_offset));
+    for (size_t c = 0; c < v.size(); ++c)
+      std::printf("%3zu 0x%02zx %.9g%s", c, c, v[c], (c % 4 == 3) ? "\n" : "   ");
+    if (v.size() % 4) std::printf("\n");
+  });
+
   auto dec = std::make_shared<std::pair<std::string, std::string>>();
   CLI::App* decode_cmd = codec->add_subcommand("decode", "Payload -> raw little-endian fp32 file");
   decode_cmd->add_option("input", dec->first, "payload file")->required();

@@ -1,0 +1,193 @@
+// Codec throughput against this machine's memory bandwidth bound, measured in the same run.
+//
+// The bound kernels move exactly the bytes the codec must move (encode: read 4 B, write 1 B per
+// element; decode: read 1 B, write 4 B) with no other work. Every codec benchmark reports
+// `of_bound`: its element rate divided by the matching bound kernel's rate on the same size and
+// thread count, measured at start-up.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "octet/codec.h"
+
+namespace {
+
+std::vector<float> data(size_t n) {
+  std::mt19937_64 rng(1);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (auto& v : x) v = d(rng);
+  return x;
+}
+
+// Streaming kernels: the least work that touches the codec's bytes.
+void stream_encode(const float* in, uint8_t* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, in + i, 4);
+    out[i] = static_cast<uint8_t>(u >> 24);
+  }
+}
+void stream_decode(const uint8_t* in, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
+}
+
+template <typename Fn>
+void split(size_t n, int threads, Fn fn) {
+  std::vector<std::thread> pool;
+  const size_t per = (n + threads - 1) / threads;
+  for (int t = 1; t < threads; ++t)
+    pool.emplace_back([=] { fn(std::min(n, per * t), std::min(n, per * (t + 1))); });
+  fn(0, std::min(n, per));
+  for (auto& th : pool) th.join();
+}
+
+// Elements per second of a bound kernel, best of several repetitions.
+double bound_rate(bool encode_direction, size_t n, int threads) {
+  static std::map<std::tuple<bool, size_t, int>, double> cache;
+  auto key = std::make_tuple(encode_direction, n, threads);
+  if (cache.count(key)) return cache[key];
+  std::vector<float> f(n, 1.0f);
+  std::vector<uint8_t> b(n, 1);
+  double best = 0;
+  for (int rep = 0; rep < 15; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    split(n, threads, [&](size_t a, size_t z) {
+      if (encode_direction)
+        stream_encode(f.data() + a, b.data() + a, z - a);
+      else
+        stream_decode(b.data() + a, f.data() + a, z - a);
+    });
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    benchmark::DoNotOptimize(b.data());
+    benchmark::DoNotOptimize(f.data());
+    best = std::max(best, double(n) / s);
+  }
+  return cache[key] = best;
+}
+
+// Runs body once per benchmark iteration and reports the element rate, the bound kernel's rate
+// and their ratio.
+template <typename Body>
+void run(benchmark::State& state, size_t n, size_t bytes, double bound, Body body) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) body();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double items = double(state.iterations()) * double(n);
+  state.SetItemsProcessed(static_cast<int64_t>(items));
+  state.SetBytesProcessed(static_cast<int64_t>(double(state.iterations()) * double(bytes)));
+  state.counters["Gelem_s"] = items / s / 1e9;
+  state.counters["bound_Gelem_s"] = bound / 1e9;
+  state.counters["of_bound"] = items / s / bound;
+}
+
+void BM_Bound(benchmark::State& state, bool encode_direction) {
+  const size_t n = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  std::vector<float> f(n, 1.0f);
+  std::vector<uint8_t> b(n, 1);
+  run(state, n, 5 * n, bound_rate(encode_direction, n, threads), [&] {
+    split(n, threads, [&](size_t a, size_t z) {
+      if (encode_direction)
+        stream_encode(f.data() + a, b.data() + a, z - a);
+      else
+        stream_decode(b.data() + a, f.data() + a, z - a);
+    });
+    benchmark::ClobberMemory();
+  });
+}
+
+void BM_Encode(benchmark::State& state, octet::DataType type, bool stochastic) {
+  const size_t n = state.range(0);
+  octet::CodecOptions o;
+  o.type = type;
+  o.threads = static_cast<int>(state.range(1));
+  o.stochastic = stochastic;
+  std::vector<float> x = data(n);
+  if (type == octet::DataType::kDynamicUnsigned)
+    for (auto& v : x) v = std::fabs(v);
+  std::vector<uint8_t> out(octet::max_encoded_size(n, o));
+  run(state, n, 4 * n + out.size(), bound_rate(true, n, o.threads),
+      [&] { benchmark::DoNotOptimize(octet::encode(x.data(), n, o, out.data(), out.size())); });
+}
+
+void BM_Decode(benchmark::State& state, octet::DataType type) {
+  const size_t n = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  octet::CodecOptions o;
+  o.type = type;
+  std::vector<float> x = data(n);
+  if (type == octet::DataType::kDynamicUnsigned)
+    for (auto& v : x) v = std::fabs(v);
+  const std::vector<uint8_t> p = octet::encode(x, o);
+  std::vector<float> y(n);
+  run(state, n, p.size() + 4 * n, bound_rate(false, n, threads), [&] {
+    octet::decode(p.data(), p.size(), y.data(), n, octet::DecodeMode::kOverwrite, threads);
+    benchmark::ClobberMemory();
+  });
+}
+
+// The obvious exact quantizer: a binary search over the 256 sorted code values per element.
+void BM_EncodeLowerBound(benchmark::State& state) {
+  const size_t n = state.range(0);
+  const std::vector<float> x = data(n);
+  std::vector<float> values = octet::code_values(octet::DataType::kDynamic);
+  std::sort(values.begin(), values.end());
+  std::vector<uint8_t> out(n);
+  run(state, n, 5 * n, bound_rate(true, n, 1), [&] {
+    for (size_t b = 0; b < n; b += 2048) {
+      const size_t e = std::min(n, b + 2048);
+      float m = 0;
+      for (size_t i = b; i < e; ++i) m = std::max(m, std::fabs(x[i]));
+      const float inv = m > 0 ? 1.0f / m : 0.0f;
+      for (size_t i = b; i < e; ++i) {
+        const float v = x[i] * inv;
+        auto it = std::lower_bound(values.begin(), values.end(), v);
+        if (it == values.end() || (it != values.begin() && v - *(it - 1) < *it - v)) --it;
+        out[i] = static_cast<uint8_t>(it - values.begin());
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+  });
+}
+
+void sizes(benchmark::internal::Benchmark* b) {
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  for (int64_t n : {int64_t{1} << 18, int64_t{1} << 24}) {
+    b->Args({n, 1});
+    if (cores > 1) b->Args({n, cores});
+  }
+  b->ArgNames({"n", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(BM_Bound, encode_stream, true)->Apply(sizes);
+BENCHMARK_CAPTURE(BM_Bound, decode_stream, false)->Apply(sizes);
+BENCHMARK(BM_EncodeLowerBound)->Args({1 << 18})->ArgNames({"n"})->UseRealTime();
+BENCHMARK_CAPTURE(BM_Encode, dynamic, octet::DataType::kDynamic, false)->Apply(sizes);
+BENCHMARK_CAPTURE(BM_Encode, dynamic_stochastic, octet::DataType::kDynamic, true)->Apply(sizes);
+BENCHMARK_CAPTURE(BM_Encode, linear, octet::DataType::kLinear, false)->Apply(sizes);
+BENCHMARK_CAPTURE(BM_Encode, mantissa, octet::DataType::kMantissa, false)->Apply(sizes);
+BENCHMARK_CAPTURE(BM_Encode, static_tree, octet::DataType::kStaticTree, false)->Apply(sizes);
+BENCHMARK_CAPTURE(BM_Encode, dynamic_unsigned, octet::DataType::kDynamicUnsigned, false)
+    ->Apply(sizes);
+BENCHMARK_CAPTURE(BM_Encode, dynamic4, octet::DataType::kDynamic4, false)->Apply(sizes);
+BENCHMARK_CAPTURE(BM_Decode, dynamic, octet::DataType::kDynamic)->Apply(sizes);
+BENCHMARK_CAPTURE(BM_Decode, linear, octet::DataType::kLinear)->Apply(sizes);
+BENCHMARK_CAPTURE(BM_Decode, dynamic4, octet::DataType::kDynamic4)->Apply(sizes);
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  benchmark::AddCustomContext("simd_target", octet::simd_target());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,12 @@
+# docs/codec-tables.md must be what `octet codec table` prints for every type.
+file(READ ${DOC} doc)
+foreach(type dynamic linear mantissa static_tree dynamic_unsigned dynamic4)
+  execute_process(COMMAND ${OCTET} codec table --type ${type} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "octet codec table --type ${type} failed")
+  endif()
+  string(FIND "${doc}" "## ${type}\n\n```\n${out}```" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "docs/codec-tables.md is out of date for ${type}: regenerate it (see its header)")
+  endif()
+endforeach()
