@@ -134,29 +134,6 @@ uint8_t* write_special(const EncodeJob& job, uint8_t* out, size_t entry_bytes) {
   return out;
 }
 
-void check_scales(const uint8_t* scales, uint64_t blocks) {
-  for (uint64_t b = 0; b < blocks; ++b)
-    if (!std::isfinite(load_f32(scales + 4 * b)))
-      throw Error(ErrorCode::kCorruptPayload,
-                  "corrupt payload: scale of block " + std::to_string(b) + " is not finite");
-}
-
-void check_special(const uint8_t* p, const PayloadInfo& info, const Layout& l) {
-  int64_t previous = -1;
-  for (uint32_t s = 0; s < info.special_blocks; ++s) {
-    const uint8_t* entry = p + l.special + s * l.special_entry;
-    const uint32_t b = load_u32(entry);
-    if (static_cast<int64_t>(b) <= previous || b >= l.blocks)
-      throw Error(ErrorCode::kCorruptPayload, "corrupt payload: bad special block index");
-    previous = b;
-    const uint64_t n =
-        std::min<uint64_t>(info.block_size, info.count - uint64_t{b} * info.block_size);
-    for (uint64_t i = n; i < info.block_size; ++i)  // classes past the tail must be zero
-      if ((entry[4 + i / 4] >> (2 * (i % 4))) & 3)
-        throw Error(ErrorCode::kCorruptPayload, "corrupt payload: class past the tail block");
-  }
-}
-
 void apply_special(const uint8_t* p, const PayloadInfo& info, const Layout& l, float* out,
                    DecodeMode mode) {
   static const float kValue[4] = {0.0f, NAN, INFINITY, -INFINITY};
@@ -303,14 +280,7 @@ void decode(const uint8_t* p, size_t length, float* out, size_t count, DecodeMod
   const int bits = data_type_bits(info.type);
   const Layout l =
       codec::make_layout(info.count, info.block_size, bits, info.special_blocks, info.has_checksum);
-  if (info.has_checksum &&
-      codec::load_u32(p + l.checksum) !=
-          codec::crc32_of(p + codec::kHeaderSize, l.checksum - codec::kHeaderSize))
-    throw Error(ErrorCode::kCorruptPayload, "corrupt payload: body checksum mismatch");
-  codec::check_scales(p + l.scales, l.blocks);
-  codec::check_special(p, info, l);
-  if (bits == 4 && (info.count & 1) && (p[l.codes + l.code_bytes - 1] >> 4) != 0)
-    throw Error(ErrorCode::kCorruptPayload, "corrupt payload: padding nibble is not zero");
+  codec::validate_body(p, info, l);
   const detail::QuantTable& t = codec::quant_table(info.type, info.mantissa_exponent_offset);
   const int nt = codec::thread_count(threads, info.count, l.blocks);
   codec::for_block_ranges(l.blocks, nt, [&](uint64_t b0, uint64_t b1) {

@@ -2,6 +2,8 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -128,6 +130,31 @@ PayloadInfo read_header(const uint8_t* p, size_t length) {
                                                   " bytes, header says " +
                                                   std::to_string(info.size));
   return info;
+}
+
+void validate_body(const uint8_t* p, const PayloadInfo& info, const Layout& l) {
+  if (info.has_checksum &&
+      load_u32(p + l.checksum) != crc32_of(p + kHeaderSize, l.checksum - kHeaderSize))
+    throw Error(ErrorCode::kCorruptPayload, "corrupt payload: body checksum mismatch");
+  for (uint64_t b = 0; b < l.blocks; ++b)
+    if (!std::isfinite(load_f32(p + l.scales + 4 * b)))
+      throw Error(ErrorCode::kCorruptPayload,
+                  "corrupt payload: scale of block " + std::to_string(b) + " is not finite");
+  int64_t previous = -1;
+  for (uint32_t s = 0; s < info.special_blocks; ++s) {
+    const uint8_t* entry = p + l.special + s * l.special_entry;
+    const uint32_t b = load_u32(entry);
+    if (static_cast<int64_t>(b) <= previous || b >= l.blocks)
+      throw Error(ErrorCode::kCorruptPayload, "corrupt payload: bad special block index");
+    previous = b;
+    const uint64_t n =
+        std::min<uint64_t>(info.block_size, info.count - uint64_t{b} * info.block_size);
+    for (uint64_t i = n; i < info.block_size; ++i)
+      if ((entry[4 + i / 4] >> (2 * (i % 4))) & 3)
+        throw Error(ErrorCode::kCorruptPayload, "corrupt payload: class past the tail block");
+  }
+  if (data_type_bits(info.type) == 4 && (info.count & 1) && (p[l.codes + l.code_bytes - 1] >> 4))
+    throw Error(ErrorCode::kCorruptPayload, "corrupt payload: padding nibble is not zero");
 }
 
 }  // namespace codec

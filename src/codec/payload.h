@@ -34,6 +34,11 @@ void write_header(uint8_t* out, const PayloadInfo& info);
 // Validates and parses the header; throws kTruncatedPayload / kCorruptPayload.
 PayloadInfo read_header(const uint8_t* payload, size_t length);
 
+// The body checks decode runs before writing any output: body CRC (if flagged), finite scales,
+// special section (ascending indices, no classes past a tail), 4-bit padding. Throws
+// kCorruptPayload. p holds at least l.size bytes (read_header checked it).
+void validate_body(const uint8_t* p, const PayloadInfo& info, const Layout& l);
+
 uint32_t crc32_of(const uint8_t* data, size_t n);
 
 // Little-endian field access at any alignment.

@@ -1,0 +1,55 @@
+// Launchers of the codec kernels (the kernels are in codec_kernels.cuh).
+#include "codec_kernels.cuh"
+
+namespace octet {
+namespace cuda_detail {
+namespace {
+
+int capped_grid(uint64_t wanted, int cap) {
+  return static_cast<int>(wanted < static_cast<uint64_t>(cap) ? wanted : cap);
+}
+
+}  // namespace
+
+uint32_t table_bytes(const detail::QuantTable& host_table) {
+  return kTablePrefix + 4 * host_table.lut_size;
+}
+
+cudaError_t launch_encode(const EncodeArgs& a, cudaStream_t stream) {
+  if (a.blocks == 0) return cudaSuccess;
+  // As many CUDA blocks as fit at once: each loads the table into shared memory only once.
+  // One thread per 4 elements of a codec block, in whole warps: small blocks (dynamic4's 128)
+  // would otherwise leave most threads idle.
+  const uint32_t per_block = a.block / 4;
+  const int threads = static_cast<int>(per_block < 32         ? 32
+                                       : per_block > kThreads ? kThreads
+                                                              : per_block);
+  auto kernel = a.stochastic ? encode_kernel<true> : encode_kernel<false>;
+  int per_sm = 0;
+  const cudaError_t e =
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, a.table_bytes);
+  if (e != cudaSuccess) return e;
+  const int grid = capped_grid(a.blocks, (per_sm > 0 ? per_sm : 1) * a.sms);
+  kernel<<<grid, threads, a.table_bytes, stream>>>(a);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_write_special(const SpecialArgs& a, cudaStream_t stream) {
+  if (a.specials == 0) return cudaSuccess;
+  special_kernel<<<capped_grid(a.specials, 65535), kThreads, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_decode(const DecodeArgs& a, cudaStream_t stream) {
+  if (a.count == 0) return cudaSuccess;
+  const uint64_t groups = (a.count + 3) / 4;
+  decode_kernel<<<capped_grid((groups + kThreads - 1) / kThreads, 16 * a.sms), kThreads, 0,
+                  stream>>>(a);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess || a.specials == 0) return e;
+  apply_special_kernel<<<capped_grid(a.specials, 65535), kThreads, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace cuda_detail
+}  // namespace octet

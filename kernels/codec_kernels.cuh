@@ -1,0 +1,310 @@
+// Device code of the codec kernels, included by codec_kernels.cu (nvcc) and by the host emulation
+// test (tests/cuda/kernel_emulation_test.cc, g++), which runs these very functions on CPU threads.
+// The math is quant_math.h's, called as is; this file only decides which thread handles which
+// elements. Compiled with --fmad=false: a fused multiply-add would round normalize() and
+// decode_value() differently from the CPU.
+//
+// Work split: a thread handles a group of 4 consecutive elements (one float4 load and one 32-bit
+// code store when aligned). Codec blocks are multiples of 64 elements, so a group never straddles
+// two blocks; only the tensor's last group can be short.
+#pragma once
+
+#include <cstddef>
+
+#include "codec_kernels.h"
+
+// The dynamic shared memory of a kernel (the emulation supplies its own).
+#ifndef OCTET_DYNAMIC_SHARED
+#define OCTET_DYNAMIC_SHARED(name) extern __shared__ __align__(16) uint8_t name[]
+#endif
+
+namespace octet {
+namespace cuda_detail {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+// Bytes of a QuantTable before the lut: header fields, magnitude[] and value[].
+constexpr uint32_t kTablePrefix = offsetof(detail::QuantTable, lut);
+
+__device__ __forceinline__ uint32_t min_count(uint64_t a, uint64_t b) {
+  return static_cast<uint32_t>(a < b ? a : b);
+}
+
+// Largest power of two (<= 16) that divides the address: which vector accesses are allowed.
+__device__ __forceinline__ int alignment_of(const void* p) {
+  const uintptr_t u = reinterpret_cast<uintptr_t>(p);
+  return (u % 16 == 0) ? 16 : (u % 4 == 0) ? 4 : (u % 2 == 0) ? 2 : 1;
+}
+
+__device__ __forceinline__ uint32_t load_u32(const uint8_t* p, int align) {
+  if (align >= 4) return *reinterpret_cast<const uint32_t*>(p);
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+
+__device__ __forceinline__ void store_u32(uint8_t* p, uint32_t v, int align) {
+  if (align >= 4) {
+    *reinterpret_cast<uint32_t*>(p) = v;
+    return;
+  }
+  for (int k = 0; k < 4; ++k) p[k] = static_cast<uint8_t>(v >> (8 * k));
+}
+
+// Loads the m (1..4) elements of the group at p (p 16-aligned iff the tensor is).
+__device__ __forceinline__ void load_group(const float* p, uint32_t m, int align, float v[4]) {
+  if (m == 4 && align == 16) {
+    const float4 q = *reinterpret_cast<const float4*>(p);
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+    return;
+  }
+  const uint8_t* bytes = reinterpret_cast<const uint8_t*>(p);
+  for (uint32_t k = 0; k < m; ++k) v[k] = detail::bits_float(load_u32(bytes + 4 * k, align));
+}
+
+__device__ __forceinline__ void store_group(float* p, uint32_t m, int align, const float v[4]) {
+  if (m == 4 && align == 16) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+    return;
+  }
+  uint8_t* bytes = reinterpret_cast<uint8_t*>(p);
+  for (uint32_t k = 0; k < m; ++k) store_u32(bytes + 4 * k, detail::float_bits(v[k]), align);
+}
+
+// Copies the first `bytes` (a multiple of 4) of the table into shared memory.
+__device__ void copy_table(uint8_t* smem, const detail::QuantTable* table, uint32_t bytes) {
+  const uint32_t* src = reinterpret_cast<const uint32_t*>(table);
+  uint32_t* dst = reinterpret_cast<uint32_t*>(smem);
+  for (uint32_t i = threadIdx.x; i < bytes / 4; i += blockDim.x) dst[i] = src[i];
+}
+
+// Finite max and min (both start at +0, as in the CPU's BlockStats) and a non-finite flag. With
+// strict comparisons from +0 the result does not depend on the reduction order.
+struct Stats {
+  float max_value;
+  float min_value;
+  uint32_t nonfinite;
+};
+
+__device__ __forceinline__ Stats combine(Stats a, const Stats& b) {
+  a.max_value = b.max_value > a.max_value ? b.max_value : a.max_value;
+  a.min_value = b.min_value < a.min_value ? b.min_value : a.min_value;
+  a.nonfinite |= b.nonfinite;
+  return a;
+}
+
+__device__ Stats thread_stats(const float* x, uint32_t n, int align) {
+  Stats s{0.0f, 0.0f, 0u};
+  for (uint32_t i = 4 * threadIdx.x; i < n; i += 4 * blockDim.x) {
+    const uint32_t m = min(4u, n - i);
+    float v[4];
+    load_group(x + i, m, align, v);
+    for (uint32_t k = 0; k < m; ++k) {
+      if (!detail::is_finite_bits(detail::float_bits(v[k]))) {
+        s.nonfinite = 1;
+        continue;
+      }
+      s = combine(s, Stats{v[k], v[k], 0u});
+    }
+  }
+  return s;
+}
+
+// Reduces over the CUDA block; the result is valid in thread 0 only.
+__device__ Stats block_reduce(Stats s, Stats* partial) {
+  for (int d = 16; d > 0; d /= 2) {
+    Stats o;
+    o.max_value = __shfl_xor_sync(0xffffffffu, s.max_value, d);
+    o.min_value = __shfl_xor_sync(0xffffffffu, s.min_value, d);
+    o.nonfinite = __shfl_xor_sync(0xffffffffu, s.nonfinite, d);
+    s = combine(s, o);
+  }
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = s;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (uint32_t w = 1; w < blockDim.x / 32; ++w) s = combine(s, partial[w]);
+  return s;
+}
+
+// Thread 0: the block's scale, stored in the payload and broadcast through shared memory.
+__device__ void finish_scale(const EncodeArgs& a, const detail::QuantTable& t, uint64_t b,
+                             const Stats& st, detail::BlockScale* shared_scale) {
+  const detail::BlockScale s = detail::make_block_scale(st.max_value, st.min_value);
+  *shared_scale = s;
+  store_u32(a.scales + 4 * b, detail::float_bits(s.scale), alignment_of(a.scales + 4 * b));
+  const bool mixed = !t.is_signed && st.min_value < 0.0f && st.max_value > 0.0f;
+  a.flags[b] =
+      static_cast<uint8_t>((st.nonfinite ? kFlagNonFinite : 0) | (mixed ? kFlagMixedSign : 0));
+}
+
+// Code of one element: non-finite elements get 0, as the CPU's special section leaves them.
+template <bool kStochastic>
+__device__ __forceinline__ uint32_t element_code(const detail::QuantTable& t, float v,
+                                                 const detail::BlockScale& s, uint64_t seed,
+                                                 uint64_t index) {
+  if (!detail::is_finite_bits(detail::float_bits(v))) return 0;
+  const float xn = detail::normalize(v, s);
+  return kStochastic ? detail::encode_stochastic(t, xn, seed, index)
+                     : detail::encode_nearest(t, xn);
+}
+
+// Stores the m codes of the group of element i (relative to a block-aligned codes pointer).
+__device__ __forceinline__ void store_codes(uint8_t* codes, uint64_t i, uint32_t m, int bits,
+                                            const uint32_t c[4]) {
+  if (bits == 8) {
+    uint8_t* dst = codes + i;
+    const int align = alignment_of(dst);
+    if (m == 4 && align >= 4) {
+      store_u32(dst, c[0] | c[1] << 8 | c[2] << 16 | c[3] << 24, align);
+      return;
+    }
+    for (uint32_t k = 0; k < m; ++k) dst[k] = static_cast<uint8_t>(c[k]);
+    return;
+  }
+  // Two codes a byte, low nibble first; a missing high nibble (odd count) is zero.
+  uint8_t* dst = codes + i / 2;
+  dst[0] = static_cast<uint8_t>(c[0] | (m > 1 ? c[1] << 4 : 0u));
+  if (m > 2) dst[1] = static_cast<uint8_t>(c[2] | (m > 3 ? c[3] << 4 : 0u));
+}
+
+template <bool kStochastic>
+__device__ void quantize_block(const EncodeArgs& a, const detail::QuantTable& t, uint64_t first,
+                               uint32_t n, const detail::BlockScale& s, int align) {
+  for (uint32_t i = 4 * threadIdx.x; i < n; i += 4 * blockDim.x) {
+    const uint32_t m = min(4u, n - i);
+    float v[4];
+    load_group(a.in + first + i, m, align, v);
+    uint32_t c[4] = {0, 0, 0, 0};
+    for (uint32_t k = 0; k < m; ++k)
+      c[k] = element_code<kStochastic>(t, v[k], s, a.seed, a.index_offset + first + i + k);
+    store_codes(a.codes, first + i, m, a.bits, c);
+  }
+}
+
+// One CUDA block loops over codec blocks: stats, block reduction, scale, then codes. The table is
+// loaded into shared memory once per CUDA block.
+template <bool kStochastic>
+__global__ void __launch_bounds__(kThreads) encode_kernel(EncodeArgs a) {
+  OCTET_DYNAMIC_SHARED(smem);
+  __shared__ Stats partial[kWarps];
+  __shared__ detail::BlockScale shared_scale;
+  copy_table(smem, a.table, a.table_bytes);
+  __syncthreads();
+  const detail::QuantTable& t = *reinterpret_cast<const detail::QuantTable*>(smem);
+  const int align = alignment_of(a.in);
+  for (uint64_t b = blockIdx.x; b < a.blocks; b += gridDim.x) {
+    const uint64_t first = b * a.block;
+    const uint32_t n = min_count(a.block, a.count - first);
+    const Stats st = block_reduce(thread_stats(a.in + first, n, align), partial);
+    if (threadIdx.x == 0) finish_scale(a, t, b, st, &shared_scale);
+    __syncthreads();
+    const detail::BlockScale s = shared_scale;
+    quantize_block<kStochastic>(a, t, first, n, s, align);
+    __syncthreads();  // partial and shared_scale are reused by the next block
+  }
+}
+
+// 2-bit classes of the special section.
+__device__ __forceinline__ uint32_t classify(float v) {
+  const uint32_t u = detail::float_bits(v);
+  if (detail::is_finite_bits(u)) return 0;  // finite
+  if ((u & 0x007fffffu) != 0) return 1;     // NaN
+  return (u >> 31) ? 3u : 2u;               // -Inf : +Inf
+}
+
+__global__ void __launch_bounds__(kThreads) special_kernel(SpecialArgs a) {
+  const uint32_t entry_bytes = 4 + a.block / 4;
+  const int align = alignment_of(a.in);
+  for (uint64_t s = blockIdx.x; s < a.specials; s += gridDim.x) {
+    uint8_t* entry = a.out + s * entry_bytes;
+    const uint64_t first = uint64_t{a.list[s]} * a.block;
+    const uint32_t n = min_count(a.block, a.count - first);
+    if (threadIdx.x == 0) store_u32(entry, a.list[s], 1);
+    for (uint32_t j = threadIdx.x; j < a.block / 4; j += blockDim.x) {
+      uint32_t classes = 0;
+      if (4 * j < n) {
+        const uint32_t m = min(4u, n - 4 * j);
+        float v[4];
+        load_group(a.in + first + 4 * j, m, align, v);
+        for (uint32_t k = 0; k < m; ++k) classes |= classify(v[k]) << (2 * k);
+      }
+      entry[4 + j] = static_cast<uint8_t>(classes);
+    }
+  }
+}
+
+// Codes of the group of element i.
+__device__ __forceinline__ void load_codes(const uint8_t* codes, uint64_t i, uint32_t m, int bits,
+                                           uint32_t c[4]) {
+  if (bits == 8) {
+    const uint8_t* src = codes + i;
+    if (m == 4 && alignment_of(src) >= 4) {
+      const uint32_t w = load_u32(src, 4);
+      for (int k = 0; k < 4; ++k) c[k] = (w >> (8 * k)) & 0xFFu;
+      return;
+    }
+    for (uint32_t k = 0; k < m; ++k) c[k] = src[k];
+    return;
+  }
+  const uint8_t* src = codes + i / 2;
+  c[0] = src[0] & 0xFu;
+  c[1] = src[0] >> 4;
+  if (m > 2) {
+    c[2] = src[1] & 0xFu;
+    c[3] = src[1] >> 4;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
+  __shared__ __align__(16) uint8_t smem[kTablePrefix];
+  copy_table(smem, a.table, kTablePrefix);
+  __syncthreads();
+  const detail::QuantTable& t = *reinterpret_cast<const detail::QuantTable*>(smem);
+  const int align = alignment_of(a.out);
+  const uint64_t groups = (a.count + 3) / 4;
+  const int block_shift = __ffs(static_cast<int>(a.block)) - 1;  // block is a power of two
+  for (uint64_t g = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; g < groups;
+       g += uint64_t{gridDim.x} * blockDim.x) {
+    const uint64_t i = 4 * g;
+    const uint32_t m = min_count(4, a.count - i);
+    const uint8_t* scale_at = a.scales + 4 * (i >> block_shift);
+    const float scale = detail::bits_float(load_u32(scale_at, alignment_of(scale_at)));
+    uint32_t c[4] = {0, 0, 0, 0};
+    load_codes(a.codes, i, m, a.bits, c);
+    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (a.accumulate) load_group(a.out + i, m, align, v);
+    for (uint32_t k = 0; k < m; ++k) {
+      const float d = detail::decode_value(t, c[k], scale);
+      v[k] = a.accumulate ? v[k] + d : d;
+    }
+    store_group(a.out + i, m, align, v);
+  }
+}
+
+// Overwrites (or adds) the NaN/Inf elements, after decode_kernel, as the CPU does.
+__global__ void __launch_bounds__(kThreads) apply_special_kernel(DecodeArgs a) {
+  // The CPU's NAN constant, so that overwrite mode gives the same bits.
+  const uint32_t kValueBits[4] = {0u, 0x7fc00000u, 0x7f800000u, 0xff800000u};
+  const uint32_t entry_bytes = 4 + a.block / 4;
+  const int align = alignment_of(a.out);
+  for (uint64_t s = blockIdx.x; s < a.specials; s += gridDim.x) {
+    const uint8_t* entry = a.special + s * entry_bytes;
+    const uint64_t first = uint64_t{load_u32(entry, 1)} * a.block;
+    const uint32_t n = min_count(a.block, a.count - first);
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+      const uint32_t c = (entry[4 + i / 4] >> (2 * (i % 4))) & 3u;
+      if (c == 0) continue;
+      float v = detail::bits_float(kValueBits[c]);
+      float* p = a.out + first + i;
+      if (a.accumulate) {
+        float o;
+        load_group(p, 1, align, &o);
+        v = o + v;
+      }
+      store_group(p, 1, align, &v);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cuda_detail
+}  // namespace octet

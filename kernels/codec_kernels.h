@@ -1,0 +1,75 @@
+// Launchers of the device codec kernels (codec_kernels.cu), called by cuda_codec.cc. Every byte
+// pointer may have any alignment; every pointer is device memory. The launchers only enqueue work
+// on `stream` and return the launch status.
+//
+// tests/cuda/kernel_emulation_test.cc includes the kernels with OCTET_KERNEL_EMULATION defined
+// and its own stand-ins for CUDA's types: then only the argument structs are declared here.
+#pragma once
+
+#ifndef OCTET_KERNEL_EMULATION
+#include <cuda_runtime.h>
+#endif
+
+#include <cstdint>
+
+#include "octet/detail/quant_math.h"
+
+namespace octet {
+namespace cuda_detail {
+
+// Per-block flags written by the encode kernel.
+enum : uint8_t { kFlagNonFinite = 1, kFlagMixedSign = 2 };
+
+// Bytes of a QuantTable that the kernels read: everything up to the used part of the lut.
+uint32_t table_bytes(const detail::QuantTable& host_table);
+
+struct EncodeArgs {
+  const float* in;
+  uint64_t count;
+  uint32_t block;
+  uint64_t blocks;
+  const detail::QuantTable* table;  // device copy
+  uint32_t table_bytes;             // table_bytes(host copy)
+  bool stochastic;
+  uint64_t seed;
+  uint64_t index_offset;
+  uint8_t* scales;  // 4 bytes per block
+  uint8_t* codes;   // one byte per element, or one nibble for 4-bit types
+  uint8_t* flags;   // one byte per block: kFlag*
+  int bits;
+  int sms;  // multiprocessors of the device: the grid fills them, then loops over codec blocks
+};
+
+// Writes the special section: entry s describes codec block list[s] (u32 index, then a 2-bit
+// class per element). The encode kernel has already given every non-finite element code 0.
+struct SpecialArgs {
+  const float* in;
+  uint64_t count;
+  uint32_t block;
+  const uint32_t* list;  // ascending block indices
+  uint32_t specials;
+  uint8_t* out;  // the special section
+};
+
+struct DecodeArgs {
+  const uint8_t* scales;
+  const uint8_t* codes;
+  const uint8_t* special;  // the special section (may be null when specials == 0)
+  uint32_t specials;
+  uint64_t count;
+  uint32_t block;
+  int bits;
+  const detail::QuantTable* table;  // device copy (only value[] is read)
+  float* out;
+  bool accumulate;
+  int sms;
+};
+#ifndef OCTET_KERNEL_EMULATION
+cudaError_t launch_encode(const EncodeArgs& a, cudaStream_t stream);
+cudaError_t launch_write_special(const SpecialArgs& a, cudaStream_t stream);
+// Decodes every element, then applies the special section (same order as the CPU).
+cudaError_t launch_decode(const DecodeArgs& a, cudaStream_t stream);
+#endif
+
+}  // namespace cuda_detail
+}  // namespace octet

@@ -1,0 +1,124 @@
+// GPU encode/decode throughput (Google Benchmark). Each case also times a device-to-device copy of
+// its input in the same run: `vs_copy` = codec time / copy time (below 1 means faster than moving
+// the fp32 tensor once). Exits 0 with a message when there is no CUDA device.
+//
+//   build-cuda/kernels/octet_cuda_bench --benchmark_counters_tabular=true
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "octet/codec.h"
+#include "octet/cuda.h"
+
+namespace {
+
+void check(cudaError_t e) {
+  if (e != cudaSuccess) throw octet::Error(octet::ErrorCode::kInternal, cudaGetErrorString(e));
+}
+
+struct DeviceMemory {
+  explicit DeviceMemory(size_t bytes) { check(cudaMalloc(&p, bytes)); }
+  ~DeviceMemory() { cudaFree(p); }
+  void* p = nullptr;
+};
+
+// Seconds per device-to-device copy of `bytes`, averaged over a few copies timed with events.
+double copy_seconds(void* dst, const void* src, size_t bytes) {
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start));
+  check(cudaEventCreate(&stop));
+  check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));  // warm-up
+  constexpr int kReps = 20;
+  check(cudaEventRecord(start));
+  for (int i = 0; i < kReps; ++i) check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice));
+  check(cudaEventRecord(stop));
+  check(cudaEventSynchronize(stop));
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, start, stop));
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms / 1e3 / kReps;
+}
+
+std::vector<float> random_input(size_t n) {
+  std::mt19937 rng(42);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (auto& v : x) v = normal(rng);
+  return x;
+}
+
+octet::CodecOptions options_of(const benchmark::State& state) {
+  octet::CodecOptions o;
+  o.type = static_cast<octet::DataType>(state.range(1));
+  o.stochastic = state.range(2) != 0;
+  o.seed = 7;
+  return o;
+}
+
+void set_counters(benchmark::State& state, size_t n, double copy_s) {
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * sizeof(float)));
+  state.counters["vs_copy"] =
+      benchmark::Counter(copy_s * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["copy_GBps"] = 2.0 * n * sizeof(float) / copy_s / 1e9;
+}
+
+void BM_Encode(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const octet::CodecOptions o = options_of(state);
+  const std::vector<float> x = random_input(n);
+  DeviceMemory in(n * sizeof(float)), copy(n * sizeof(float));
+  const size_t cap = octet::max_encoded_size(n, o);
+  DeviceMemory out(cap);
+  check(cudaMemcpy(in.p, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  const double copy_s = copy_seconds(copy.p, in.p, n * sizeof(float));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(octet::encode_device(static_cast<const float*>(in.p), n, o,
+                                                  static_cast<uint8_t*>(out.p), cap));
+  }
+  set_counters(state, n, copy_s);
+}
+
+void BM_Decode(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const octet::CodecOptions o = options_of(state);
+  const std::vector<uint8_t> payload = octet::encode(random_input(n), o);
+  DeviceMemory d_payload(payload.size()), out(n * sizeof(float)), copy(n * sizeof(float));
+  check(cudaMemcpy(d_payload.p, payload.data(), payload.size(), cudaMemcpyHostToDevice));
+  const double copy_s = copy_seconds(copy.p, out.p, n * sizeof(float));
+  const auto mode = state.range(2) ? octet::DecodeMode::kAccumulate : octet::DecodeMode::kOverwrite;
+  for (auto _ : state) {
+    octet::decode_device(static_cast<const uint8_t*>(d_payload.p), payload.size(),
+                         static_cast<float*>(out.p), n, mode);
+  }
+  set_counters(state, n, copy_s);
+}
+
+void Args(benchmark::internal::Benchmark* b) {
+  for (int64_t n : {int64_t{1} << 20, int64_t{1} << 24, int64_t{1} << 26})
+    for (auto t : {octet::DataType::kDynamic, octet::DataType::kDynamic4})
+      for (int64_t flag : {0, 1}) b->Args({n, static_cast<int64_t>(t), flag});
+  b->ArgNames({"n", "type", "sr_or_acc"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK(BM_Encode)->Apply(Args);
+BENCHMARK(BM_Decode)->Apply(Args);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string why;
+  if (!octet::cuda_device_available(&why)) {
+    std::printf("octet_cuda_bench: skipped, %s\n", why.c_str());
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

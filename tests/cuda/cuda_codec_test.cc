@@ -1,0 +1,338 @@
+// The device codec against the CPU codec: payload bytes and decoded floats must be identical.
+// Device tests skip (with the reason) where no CUDA device is usable; the availability test always
+// runs, so a CPU-only machine still checks that "no device" is reported cleanly.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "octet/codec.h"
+#include "octet/config.h"
+#include "octet/cuda.h"
+
+#if OCTET_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace octet {
+namespace {
+
+TEST(CudaAvailability, ReportsMissingDeviceCleanly) {
+  std::string why;
+  if (cuda_device_available(&why)) {
+#if OCTET_HAVE_CUDA
+    int n = 0;
+    EXPECT_EQ(cudaGetDeviceCount(&n), cudaSuccess);
+    EXPECT_GT(n, 0);
+#else
+    ADD_FAILURE() << "a build without CUDA reported a device";
+#endif
+    return;
+  }
+  EXPECT_FALSE(why.empty());
+  const float x[4] = {1, 2, 3, 4};
+  std::vector<uint8_t> out(max_encoded_size(4, {}));
+  try {
+    encode_device(x, 4, {}, out.data(), out.size());
+    ADD_FAILURE() << "encode_device did not throw without a device";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();
+    EXPECT_NE(std::string(e.what()).size(), 0u);
+  }
+  const std::vector<uint8_t> payload = encode(std::vector<float>(x, x + 4));
+  float back[4] = {};
+  try {
+    decode_device(payload.data(), payload.size(), back, 4);
+    ADD_FAILURE() << "decode_device did not throw without a device";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();
+  }
+}
+
+TEST(CudaAvailability, BadOptionsAreInvalidArgumentWithOrWithoutDevice) {
+  const float x[4] = {1, 2, 3, 4};
+  std::vector<uint8_t> out(1024);
+  CodecOptions bad;
+  bad.block_size = 100;
+  try {
+    encode_device(x, 4, bad, out.data(), out.size());
+    ADD_FAILURE() << "a block size of 100 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+  }
+}
+
+#if OCTET_HAVE_CUDA
+
+#define SKIP_WITHOUT_DEVICE()                              \
+  do {                                                     \
+    std::string why;                                       \
+    if (!cuda_device_available(&why)) GTEST_SKIP() << why; \
+  } while (0)
+
+void cuda_ok(cudaError_t e) {
+  ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e);
+}
+
+// Device memory with `offset` spare bytes in front, to test misaligned pointers.
+class DeviceBytes {
+ public:
+  DeviceBytes(size_t bytes, size_t offset) : offset_(offset) {
+    cuda_ok(cudaMalloc(&base_, bytes + offset + 1));
+  }
+  ~DeviceBytes() { cudaFree(base_); }
+  uint8_t* get() const { return static_cast<uint8_t*>(base_) + offset_; }
+
+ private:
+  void* base_ = nullptr;
+  size_t offset_;
+};
+
+void upload(void* dst, const void* src, size_t bytes) {
+  if (bytes) cuda_ok(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+}
+void download(void* dst, const void* src, size_t bytes) {
+  if (bytes) cuda_ok(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+
+// Blocks of different magnitudes (normal, tiny, denormal, huge, zero), some single-signed, and a
+// few NaN/Inf when `specials`.
+std::vector<float> make_input(size_t n, uint32_t seed, bool specials, bool non_negative) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const float scales[] = {1.0f, 1e-30f, 1e-41f, 3e37f, 0.0f, 1e-3f};
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) {
+    const float scale = scales[(i / 64) % 6];
+    float v = normal(rng) * scale;
+    if ((i / 128) % 5 == 3) v = std::fabs(v);  // a positive-only stretch
+    x[i] = non_negative ? std::fabs(v) : v;
+  }
+  if (specials && n > 0) {
+    x[rng() % n] = std::numeric_limits<float>::quiet_NaN();
+    x[rng() % n] = std::numeric_limits<float>::infinity();
+    x[rng() % n] = -std::numeric_limits<float>::infinity();
+    x[n - 1] = std::numeric_limits<float>::infinity();
+  }
+  return x;
+}
+
+struct Placement {
+  size_t in_offset = 0;   // bytes added to the device input pointer
+  size_t out_offset = 0;  // bytes added to the output pointer
+  bool out_on_host = false;
+};
+
+std::vector<uint8_t> gpu_encode(const std::vector<float>& x, const CodecOptions& o,
+                                const Placement& at) {
+  const size_t cap = max_encoded_size(x.size(), o);
+  DeviceBytes in(x.size() * sizeof(float), at.in_offset);
+  upload(in.get(), x.data(), x.size() * sizeof(float));
+  std::vector<uint8_t> out(cap + at.out_offset);
+  size_t n = 0;
+  const float* d_in = reinterpret_cast<const float*>(in.get());
+  if (at.out_on_host) {
+    n = encode_device(d_in, x.size(), o, out.data() + at.out_offset, cap);
+    out.erase(out.begin(), out.begin() + at.out_offset);
+  } else {
+    DeviceBytes d_out(cap, at.out_offset);
+    n = encode_device(d_in, x.size(), o, d_out.get(), cap);
+    out.resize(n);
+    download(out.data(), d_out.get(), n);
+  }
+  out.resize(n);
+  return out;
+}
+
+// Bitwise equality, except that any NaN matches any NaN (NaN payload bits may differ).
+void expect_same_floats(const std::vector<float>& want, const std::vector<float>& got) {
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i]) && std::isnan(got[i])) continue;
+    uint32_t a, b;
+    std::memcpy(&a, &want[i], 4);
+    std::memcpy(&b, &got[i], 4);
+    ASSERT_EQ(a, b) << "element " << i << ": " << want[i] << " vs " << got[i];
+  }
+}
+
+const size_t kSizes[] = {0, 1, 2, 3, 5, 63, 64, 65, 127, 128, 129, 1000, 2047, 2048, 2049, 6150};
+
+TEST(CudaEncode, MatchesCpuForEveryTypeAndSize) {
+  SKIP_WITHOUT_DEVICE();
+  for (DataType type : all_data_types()) {
+    for (size_t n : kSizes) {
+      CodecOptions o;
+      o.type = type;
+      const auto x =
+          make_input(n, static_cast<uint32_t>(n) + 1, false, type == DataType::kDynamicUnsigned);
+      ASSERT_EQ(gpu_encode(x, o, {}), encode(x, o)) << data_type_name(type) << " n=" << n;
+    }
+  }
+}
+
+TEST(CudaEncode, MatchesCpuWithNanInfAndChecksum) {
+  SKIP_WITHOUT_DEVICE();
+  for (DataType type : all_data_types()) {
+    for (size_t n : {size_t{1}, size_t{130}, size_t{4097}}) {
+      CodecOptions o;
+      o.type = type;
+      o.checksum = true;
+      const auto x = make_input(n, 7, true, type == DataType::kDynamicUnsigned);
+      const auto cpu = encode(x, o);
+      ASSERT_GT(inspect(cpu.data(), cpu.size()).special_blocks, 0u);
+      ASSERT_EQ(gpu_encode(x, o, {}), cpu) << data_type_name(type) << " n=" << n;
+      ASSERT_EQ(gpu_encode(x, o, {0, 0, true}), cpu) << "host output";
+    }
+  }
+}
+
+TEST(CudaEncode, MatchesCpuWithStochasticRounding) {
+  SKIP_WITHOUT_DEVICE();
+  for (DataType type : {DataType::kDynamic, DataType::kLinear, DataType::kDynamic4}) {
+    CodecOptions o;
+    o.type = type;
+    o.stochastic = true;
+    o.seed = 0x1234567890abcdefull;
+    o.index_offset = 1000003;
+    const auto x = make_input(5000, 3, true, false);
+    ASSERT_EQ(gpu_encode(x, o, {}), encode(x, o)) << data_type_name(type);
+  }
+}
+
+TEST(CudaEncode, MatchesCpuForBlockSizesAndOffsets) {
+  SKIP_WITHOUT_DEVICE();
+  const auto x = make_input(70001, 11, true, false);
+  for (uint32_t block : {64u, 256u, 65536u}) {
+    CodecOptions o;
+    o.block_size = block;
+    ASSERT_EQ(gpu_encode(x, o, {}), encode(x, o)) << "block " << block;
+  }
+  CodecOptions m;
+  m.type = DataType::kMantissa;
+  m.mantissa_exponent_offset = 5;
+  ASSERT_EQ(gpu_encode(x, m, {}), encode(x, m));
+}
+
+TEST(CudaEncode, MisalignedPointers) {
+  SKIP_WITHOUT_DEVICE();
+  for (DataType type : {DataType::kDynamic, DataType::kDynamic4}) {
+    CodecOptions o;
+    o.type = type;
+    const auto x = make_input(3001, 5, true, false);
+    const auto cpu = encode(x, o);
+    for (Placement at : {Placement{1, 0, false}, Placement{2, 3, false}, Placement{4, 1, false},
+                         Placement{3, 5, true}})
+      ASSERT_EQ(gpu_encode(x, o, at), cpu) << at.in_offset << "/" << at.out_offset;
+  }
+}
+
+TEST(CudaEncode, RejectsBadInputWithClearErrors) {
+  SKIP_WITHOUT_DEVICE();
+  const auto x = make_input(300, 1, false, false);
+  DeviceBytes in(x.size() * 4, 0);
+  upload(in.get(), x.data(), x.size() * 4);
+  const float* d_in = reinterpret_cast<const float*>(in.get());
+  std::vector<uint8_t> out(max_encoded_size(x.size(), {}));
+  auto code_of = [](auto fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return ErrorCode::kOk;
+  };
+  EXPECT_EQ(code_of([&] { encode_device(d_in, x.size(), {}, out.data(), 40); }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { encode_device(x.data(), x.size(), {}, out.data(), out.size()); }),
+            ErrorCode::kInvalidArgument);  // host input
+  CodecOptions bad;
+  bad.block_size = 100;
+  EXPECT_EQ(code_of([&] { encode_device(d_in, x.size(), bad, out.data(), out.size()); }),
+            ErrorCode::kInvalidArgument);
+  CodecOptions unsigned_type;
+  unsigned_type.type = DataType::kDynamicUnsigned;
+  EXPECT_EQ(code_of([&] { encode_device(d_in, x.size(), unsigned_type, out.data(), out.size()); }),
+            ErrorCode::kInvalidArgument);  // mixed signs in a block
+}
+
+void expect_decode_matches(const std::vector<uint8_t>& payload, size_t n, DecodeMode mode,
+                           bool payload_on_device, size_t out_offset) {
+  const std::vector<float> start = make_input(n, 99, false, false);
+  std::vector<float> cpu = start;
+  decode(payload.data(), payload.size(), cpu.data(), n, mode);
+  DeviceBytes d_out(n * 4, out_offset);
+  upload(d_out.get(), start.data(), n * 4);
+  float* out = reinterpret_cast<float*>(d_out.get());
+  if (payload_on_device) {
+    DeviceBytes d_payload(payload.size(), 1);
+    upload(d_payload.get(), payload.data(), payload.size());
+    decode_device(d_payload.get(), payload.size(), out, n, mode);
+  } else {
+    decode_device(payload.data(), payload.size(), out, n, mode);
+  }
+  std::vector<float> gpu(n);
+  download(gpu.data(), d_out.get(), n * 4);
+  expect_same_floats(cpu, gpu);
+}
+
+TEST(CudaDecode, MatchesCpuForEveryTypeSizeAndMode) {
+  SKIP_WITHOUT_DEVICE();
+  for (DataType type : all_data_types()) {
+    for (size_t n : kSizes) {
+      CodecOptions o;
+      o.type = type;
+      o.checksum = (n % 2) == 1;
+      const auto x = make_input(n, 21, n > 100, type == DataType::kDynamicUnsigned);
+      const auto payload = encode(x, o);
+      for (DecodeMode mode : {DecodeMode::kOverwrite, DecodeMode::kAccumulate}) {
+        SCOPED_TRACE(std::string(data_type_name(type)) + " n=" + std::to_string(n));
+        expect_decode_matches(payload, n, mode, true, 0);
+        expect_decode_matches(payload, n, mode, false, 0);
+        expect_decode_matches(payload, n, mode, true, 2);
+      }
+    }
+  }
+}
+
+TEST(CudaDecode, RejectsCorruptPayloadWithoutTouchingOutput) {
+  SKIP_WITHOUT_DEVICE();
+  CodecOptions o;
+  o.checksum = true;
+  const size_t n = 1000;
+  auto payload = encode(make_input(n, 4, false, false), o);
+  payload[100] ^= 0x40;  // a code byte: only the CRC sees it
+  const std::vector<float> sentinel(n, 42.0f);
+  DeviceBytes d_out(n * 4, 0);
+  upload(d_out.get(), sentinel.data(), n * 4);
+  float* out = reinterpret_cast<float*>(d_out.get());
+  for (bool on_device : {false, true}) {
+    DeviceBytes d_payload(payload.size(), 0);
+    upload(d_payload.get(), payload.data(), payload.size());
+    const uint8_t* p = on_device ? d_payload.get() : payload.data();
+    try {
+      decode_device(p, payload.size(), out, n);
+      ADD_FAILURE() << "corrupt payload accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kCorruptPayload) << e.what();
+    }
+    try {
+      decode_device(p, payload.size(), out, n - 1);
+      ADD_FAILURE() << "wrong count accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kMismatch) << e.what();
+    }
+  }
+  std::vector<float> after(n);
+  download(after.data(), d_out.get(), n * 4);
+  expect_same_floats(sentinel, after);
+}
+
+#endif  // OCTET_HAVE_CUDA
+
+}  // namespace
+}  // namespace octet

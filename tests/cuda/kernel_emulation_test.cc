@@ -1,0 +1,310 @@
+// Runs the device code of kernels/codec_kernels.cuh on CPU threads (one std::thread per CUDA
+// thread, CUDA blocks one after another, a real barrier for __syncthreads and shuffles) and checks
+// its bytes against the CPU codec. It needs no GPU, so the kernels' indexing, tails, packing,
+// reductions and misaligned paths are tested on every machine with nvcc's headers. (It cannot see
+// device-only effects such as FMA contraction: the build's --fmad=false covers those, and
+// cuda_codec_test.cc compares real GPU output where a device exists.) No CUDA header is needed,
+// so this test runs in CPU-only builds too.
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+// Stand-ins for what the kernels use of CUDA.
+#define OCTET_KERNEL_EMULATION 1
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __align__(n) __attribute__((aligned(n)))
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+inline float4 make_float4(float x, float y, float z, float w) {
+  return float4{x, y, z, w};
+}
+struct uint3 {
+  unsigned x, y, z;
+};
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+namespace emu {
+
+class Barrier {
+ public:
+  explicit Barrier(unsigned n) : n_(n) {}
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const unsigned generation = generation_;
+    if (++waiting_ == n_) {
+      waiting_ = 0;
+      ++generation_;
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return generation != generation_; });
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  unsigned n_, waiting_ = 0, generation_ = 0;
+};
+
+thread_local uint3 thread_index;
+uint3 block_index;  // blocks run one after another
+dim3 block_dim, grid_dim;
+Barrier* barrier = nullptr;
+uint8_t* dynamic_shared = nullptr;
+uint64_t exchange[1024];  // shuffle slots, one per thread of the block
+
+// Runs fn() as a grid of `grid` blocks of `threads` threads with `smem` bytes of dynamic shared
+// memory.
+template <typename Fn>
+void launch(unsigned grid, unsigned threads, size_t smem, Fn fn) {
+  grid_dim.x = grid;
+  block_dim.x = threads;
+  std::vector<float4> shared((smem + sizeof(float4) - 1) / sizeof(float4) + 1);
+  for (unsigned b = 0; b < grid; ++b) {
+    block_index = uint3{b, 0, 0};
+    Barrier block_barrier(threads);
+    barrier = &block_barrier;
+    dynamic_shared = reinterpret_cast<uint8_t*>(shared.data());
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([t, &fn] {
+        thread_index = uint3{t, 0, 0};
+        fn();
+      });
+    for (auto& th : pool) th.join();
+  }
+}
+
+}  // namespace emu
+
+#define __shared__ static  // one block at a time: a static is the block's shared memory
+#define threadIdx emu::thread_index
+#define blockIdx emu::block_index
+#define blockDim emu::block_dim
+#define gridDim emu::grid_dim
+#define OCTET_DYNAMIC_SHARED(name) uint8_t* name = emu::dynamic_shared
+
+inline void __syncthreads() {
+  emu::barrier->wait();
+}
+
+template <typename T>
+T __shfl_xor_sync(unsigned, T v, int lane_mask) {
+  const unsigned t = threadIdx.x;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof v);
+  emu::exchange[t] = bits;
+  __syncthreads();
+  bits = emu::exchange[t ^ static_cast<unsigned>(lane_mask)];
+  __syncthreads();
+  T r;
+  std::memcpy(&r, &bits, sizeof r);
+  return r;
+}
+
+inline int __ffs(int x) {
+  return __builtin_ffs(x);
+}
+using std::min;
+
+#include "codec_kernels.cuh"
+// The emulation's shims end here.
+
+#include <gtest/gtest.h>
+
+#include "codec/payload.h"
+#include "codec/tables.h"
+#include "octet/codec.h"
+
+namespace octet {
+namespace {
+
+using cuda_detail::kTablePrefix;
+
+std::vector<float> make_input(size_t n, uint32_t seed, bool non_negative) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const float scales[] = {1.0f, 1e-41f, 0.0f, 3e37f, 1e-3f};
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) {
+    const float v = normal(rng) * scales[(i / 64) % 5];
+    x[i] = non_negative || (i / 128) % 4 == 3 ? std::fabs(v) : v;
+  }
+  if (n > 70) {
+    x[3] = std::numeric_limits<float>::quiet_NaN();
+    x[n - 1] = -std::numeric_limits<float>::infinity();
+    x[n / 2] = std::numeric_limits<float>::infinity();
+  }
+  return x;
+}
+
+unsigned threads_for(uint32_t block) {
+  return std::clamp(block / 4, 32u, 64u);  // small blocks keep the emulation quick
+}
+
+struct Case {
+  DataType type;
+  size_t n;
+  uint32_t block;
+  bool stochastic;
+  size_t in_offset;   // bytes: misaligns the input
+  size_t out_offset;  // bytes: misaligns scales and codes
+};
+
+void check_encode(const Case& c) {
+  SCOPED_TRACE(std::string(data_type_name(c.type)) + " n=" + std::to_string(c.n) +
+               " block=" + std::to_string(c.block) + " sr=" + std::to_string(c.stochastic) +
+               " offsets " + std::to_string(c.in_offset) + "/" + std::to_string(c.out_offset));
+  CodecOptions o;
+  o.type = c.type;
+  o.block_size = c.block;
+  o.stochastic = c.stochastic;
+  o.seed = 77;
+  o.index_offset = 12345;
+  const std::vector<float> x =
+      make_input(c.n, static_cast<uint32_t>(c.n), c.type == DataType::kDynamicUnsigned);
+  const std::vector<uint8_t> cpu = encode(x, o);
+  const PayloadInfo info = inspect(cpu.data(), cpu.size());
+  const codec::Layout l =
+      codec::make_layout(c.n, c.block, data_type_bits(c.type), info.special_blocks, false);
+
+  std::vector<uint8_t> in(c.n * 4 + c.in_offset), body(l.size + c.out_offset, 0xAB);
+  std::memcpy(in.data() + c.in_offset, x.data(), c.n * 4);
+  std::vector<uint8_t> flags(l.blocks, 0xFF);
+  const detail::QuantTable& table = codec::quant_table(c.type);
+  cuda_detail::EncodeArgs a{};
+  a.in = reinterpret_cast<const float*>(in.data() + c.in_offset);
+  a.count = c.n;
+  a.block = c.block;
+  a.blocks = l.blocks;
+  a.table = &table;
+  a.table_bytes = kTablePrefix + 4 * table.lut_size;
+  a.stochastic = c.stochastic;
+  a.seed = o.seed;
+  a.index_offset = o.index_offset;
+  a.scales = body.data() + c.out_offset + l.scales;
+  a.codes = body.data() + c.out_offset + l.codes;
+  a.flags = flags.data();
+  a.bits = data_type_bits(c.type);
+  emu::launch(3, threads_for(c.block), a.table_bytes, [&] {
+    if (c.stochastic)
+      cuda_detail::encode_kernel<true>(a);
+    else
+      cuda_detail::encode_kernel<false>(a);
+  });
+  const uint8_t* got = body.data() + c.out_offset;
+  ASSERT_TRUE(std::equal(cpu.begin() + l.scales, cpu.begin() + l.special, got + l.scales))
+      << "scales or codes differ";
+
+  std::vector<uint32_t> list, cpu_list;
+  for (uint64_t b = 0; b < l.blocks; ++b) {
+    ASSERT_EQ(flags[b] & cuda_detail::kFlagMixedSign, 0);
+    if (flags[b] & cuda_detail::kFlagNonFinite) list.push_back(static_cast<uint32_t>(b));
+  }
+  for (uint32_t s = 0; s < info.special_blocks; ++s)
+    cpu_list.push_back(codec::load_u32(cpu.data() + l.special + s * l.special_entry));
+  ASSERT_EQ(list, cpu_list);
+  if (list.empty()) return;
+  cuda_detail::SpecialArgs sa{};
+  sa.in = a.in;
+  sa.count = c.n;
+  sa.block = c.block;
+  sa.list = list.data();
+  sa.specials = static_cast<uint32_t>(list.size());
+  sa.out = body.data() + c.out_offset + l.special;
+  emu::launch(2, 32, 0, [&] { cuda_detail::special_kernel(sa); });
+  ASSERT_TRUE(std::equal(cpu.begin() + l.special, cpu.begin() + l.checksum, got + l.special))
+      << "special section differs";
+}
+
+TEST(KernelEmulation, EncodeMatchesCpuForEveryType) {
+  for (DataType type : all_data_types())
+    for (size_t n : {size_t{1}, size_t{5}, size_t{64}, size_t{131}, size_t{777}})
+      check_encode({type, n, 64, false, 0, 0});
+}
+
+TEST(KernelEmulation, EncodeMatchesCpuForBlocksTailsAndAlignment) {
+  const Case cases[] = {
+      {DataType::kDynamic, 2048 + 67, 2048, false, 0, 0},
+      {DataType::kDynamic, 1000, 256, false, 1, 3},
+      {DataType::kDynamic, 1001, 128, false, 4, 2},
+      {DataType::kDynamic4, 999, 128, false, 2, 1},
+      {DataType::kDynamic4, 1024, 64, false, 4, 0},
+      {DataType::kLinear, 300, 64, true, 0, 1},
+      {DataType::kDynamic, 2000, 256, true, 3, 0},
+      {DataType::kDynamic4, 517, 64, true, 0, 0},
+  };
+  for (const Case& c : cases) check_encode(c);
+}
+
+void check_decode(DataType type, size_t n, uint32_t block, DecodeMode mode, size_t out_offset,
+                  size_t payload_offset) {
+  SCOPED_TRACE(std::string(data_type_name(type)) + " n=" + std::to_string(n) +
+               " acc=" + std::to_string(mode == DecodeMode::kAccumulate) + " offsets " +
+               std::to_string(out_offset) + "/" + std::to_string(payload_offset));
+  CodecOptions o;
+  o.type = type;
+  o.block_size = block;
+  const std::vector<uint8_t> cpu_payload =
+      encode(make_input(n, 5, type == DataType::kDynamicUnsigned), o);
+  const PayloadInfo info = inspect(cpu_payload.data(), cpu_payload.size());
+  const codec::Layout l =
+      codec::make_layout(n, block, data_type_bits(type), info.special_blocks, false);
+  const std::vector<float> start = make_input(n, 9, false);
+  std::vector<float> want = start;
+  decode(cpu_payload.data(), cpu_payload.size(), want.data(), n, mode);
+
+  std::vector<uint8_t> payload(cpu_payload.size() + payload_offset);
+  std::memcpy(payload.data() + payload_offset, cpu_payload.data(), cpu_payload.size());
+  const uint8_t* p = payload.data() + payload_offset;
+  std::vector<uint8_t> out(n * 4 + out_offset);
+  std::memcpy(out.data() + out_offset, start.data(), n * 4);
+  cuda_detail::DecodeArgs a{};
+  a.scales = p + l.scales;
+  a.codes = p + l.codes;
+  a.special = p + l.special;
+  a.specials = info.special_blocks;
+  a.count = n;
+  a.block = block;
+  a.bits = data_type_bits(type);
+  a.table = &codec::quant_table(type);
+  a.out = reinterpret_cast<float*>(out.data() + out_offset);
+  a.accumulate = mode == DecodeMode::kAccumulate;
+  emu::launch(2, 64, 0, [&] { cuda_detail::decode_kernel(a); });
+  emu::launch(2, 32, 0, [&] { cuda_detail::apply_special_kernel(a); });
+  std::vector<float> got(n);
+  std::memcpy(got.data(), out.data() + out_offset, n * 4);
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(want[i]) && std::isnan(got[i])) continue;
+    uint32_t u, v;
+    std::memcpy(&u, &want[i], 4);
+    std::memcpy(&v, &got[i], 4);
+    ASSERT_EQ(u, v) << "element " << i << ": " << want[i] << " vs " << got[i];
+  }
+}
+
+TEST(KernelEmulation, DecodeMatchesCpu) {
+  for (DataType type : all_data_types())
+    for (DecodeMode mode : {DecodeMode::kOverwrite, DecodeMode::kAccumulate})
+      for (size_t n : {size_t{1}, size_t{3}, size_t{200}, size_t{1001}})
+        check_decode(type, n, 64, mode, 0, 0);
+  check_decode(DataType::kDynamic, 1001, 256, DecodeMode::kAccumulate, 2, 1);
+  check_decode(DataType::kDynamic4, 999, 128, DecodeMode::kOverwrite, 1, 3);
+  check_decode(DataType::kDynamic4, 1000, 64, DecodeMode::kAccumulate, 4, 2);
+}
+
+}  // namespace
+}  // namespace octet
