@@ -1,0 +1,220 @@
+// Parsing of the OCTET_* environment shared by the shims. Every bad value is reported by name
+// and value and turns the whole configuration invalid: a shim that half-applies a configuration
+// the user got wrong would compress calls the user did not mean to compress.
+#include "shim_config.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+const char* const kOpNames[OCTET_SHIM_OP_COUNT] = {"allreduce", "iallreduce",
+                                                   "reduce_scatter_block", "allgather", "bcast"};
+
+struct TypeName {
+  const char* name;
+  octet_data_type type;
+};
+const TypeName kTypes[] = {
+    {"dynamic", OCTET_TYPE_DYNAMIC},         {"linear", OCTET_TYPE_LINEAR},
+    {"mantissa", OCTET_TYPE_MANTISSA},       {"static_tree", OCTET_TYPE_STATIC_TREE},
+    {"static-tree", OCTET_TYPE_STATIC_TREE}, {"dynamic_unsigned", OCTET_TYPE_DYNAMIC_UNSIGNED},
+    {"dynamic4", OCTET_TYPE_DYNAMIC4}};
+
+std::string lower_trimmed(const char* text) {
+  std::string s(text);
+  size_t begin = s.find_first_not_of(" \t");
+  size_t end = s.find_last_not_of(" \t");
+  s = begin == std::string::npos ? std::string() : s.substr(begin, end - begin + 1);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+void fail(octet_shim_config* c, const char* name, const char* value, const char* expected) {
+  if (!c->valid) return;  // keep the first problem: it is the one to fix first
+  c->valid = 0;
+  std::snprintf(c->error, sizeof c->error, "%s=\"%s\" is not valid (expected %s)", name, value,
+                expected);
+}
+
+bool parse_bool(const char* text, int* out) {
+  const std::string s = lower_trimmed(text);
+  if (s == "1" || s == "true" || s == "yes" || s == "on")
+    *out = 1;
+  else if (s == "0" || s == "false" || s == "no" || s == "off")
+    *out = 0;
+  else
+    return false;
+  return true;
+}
+
+// A decimal count with an optional binary suffix: 65536, 64k, 64KiB, 1M.
+bool parse_bytes(const char* text, uint64_t* out) {
+  const std::string s = lower_trimmed(text);
+  if (s.empty() || !std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(s.c_str(), &end, 10);
+  if (errno != 0) return false;
+  const std::string suffix(end);
+  int shift = 0;
+  if (suffix.empty() || suffix == "b")
+    shift = 0;
+  else if (suffix == "k" || suffix == "kb" || suffix == "kib")
+    shift = 10;
+  else if (suffix == "m" || suffix == "mb" || suffix == "mib")
+    shift = 20;
+  else if (suffix == "g" || suffix == "gb" || suffix == "gib")
+    shift = 30;
+  else
+    return false;
+  if (shift > 0 && value > (~0ull >> shift)) return false;
+  *out = static_cast<uint64_t>(value) << shift;
+  return true;
+}
+
+bool parse_ops(const char* text, unsigned* out) {
+  const std::string s = lower_trimmed(text);
+  if (s == "all") {
+    *out = (1u << OCTET_SHIM_OP_COUNT) - 1;
+    return true;
+  }
+  unsigned ops = 0;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos) comma = s.size();
+    const std::string item = lower_trimmed(s.substr(pos, comma - pos).c_str());
+    int found = -1;
+    for (int op = 0; op < OCTET_SHIM_OP_COUNT; ++op)
+      if (item == kOpNames[op]) found = op;
+    if (found < 0) return false;  // also rejects empty items: "allreduce,,bcast"
+    ops |= 1u << found;
+    pos = comma + 1;
+  }
+  *out = ops;
+  return true;
+}
+
+bool parse_type(const char* text, octet_data_type* out) {
+  const std::string s = lower_trimmed(text);
+  for (const TypeName& t : kTypes)
+    if (s == t.name) {
+      *out = t.type;
+      return true;
+    }
+  return false;
+}
+
+// 0 (the type's default) or a power of two in [64, 65536], as the codec requires.
+bool parse_block(const char* text, uint32_t* out) {
+  uint64_t value = 0;
+  const std::string s = lower_trimmed(text);
+  if (s.find_first_not_of("0123456789") != std::string::npos || !parse_bytes(text, &value))
+    return false;
+  const bool power_of_two = value != 0 && (value & (value - 1)) == 0;
+  if (value != 0 && !(power_of_two && value >= 64 && value <= 65536)) return false;
+  *out = static_cast<uint32_t>(value);
+  return true;
+}
+
+void set_defaults(octet_shim_config* c) {
+  std::memset(c, 0, sizeof *c);
+  c->valid = 1;
+  c->enable = 1;
+  parse_ops(OCTET_SHIM_DEFAULT_OPS, &c->ops);
+  c->type = OCTET_TYPE_DYNAMIC;
+  c->min_bytes = OCTET_SHIM_DEFAULT_MIN_BYTES;
+}
+
+void parse_bool_var(octet_shim_config* c, const char* (*lookup)(const char*), const char* name,
+                    int* out) {
+  const char* v = lookup(name);
+  if (v && !parse_bool(v, out)) fail(c, name, v, "0 or 1");
+}
+
+uint64_t fnv1a(uint64_t h, const void* data, size_t size) {
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+const char* env_lookup(const char* name) {
+  return std::getenv(name);
+}
+
+}  // namespace
+
+extern "C" {
+
+void octet_shim_config_parse(octet_shim_config* c, const char* (*lookup)(const char* name)) {
+  set_defaults(c);
+  const char* v = nullptr;
+  parse_bool_var(c, lookup, "OCTET_ENABLE", &c->enable);
+  if ((v = lookup("OCTET_OPS")) && !parse_ops(v, &c->ops))
+    fail(
+        c, "OCTET_OPS", v,
+        "\"all\" or a comma list of allreduce, iallreduce, reduce_scatter_block, allgather, bcast");
+  if ((v = lookup("OCTET_TYPE")) && !parse_type(v, &c->type))
+    fail(c, "OCTET_TYPE", v,
+         "dynamic, linear, mantissa, static_tree, dynamic_unsigned or dynamic4");
+  if ((v = lookup("OCTET_BLOCK")) && !parse_block(v, &c->block))
+    fail(c, "OCTET_BLOCK", v, "0 or a power of two from 64 to 65536");
+  if ((v = lookup("OCTET_MIN_BYTES")) && !parse_bytes(v, &c->min_bytes))
+    fail(c, "OCTET_MIN_BYTES", v, "a byte count such as 65536, 64k or 1M");
+  parse_bool_var(c, lookup, "OCTET_STOCHASTIC", &c->stochastic);
+  parse_bool_var(c, lookup, "OCTET_ERROR_FEEDBACK", &c->error_feedback);
+  parse_bool_var(c, lookup, "OCTET_SHADOW", &c->shadow);
+  if ((v = lookup("OCTET_REPORT"))) {
+    if (std::strlen(v) >= sizeof c->report)
+      fail(c, "OCTET_REPORT", "...", "a path shorter than 4096 bytes");
+    else
+      std::snprintf(c->report, sizeof c->report, "%s", v);
+  }
+}
+
+void octet_shim_config_from_env(octet_shim_config* config) {
+  octet_shim_config_parse(config, env_lookup);
+}
+
+uint64_t octet_shim_config_hash(const octet_shim_config* c) {
+  // Field by field: the struct's padding and error text must not count.
+  uint64_t h = 14695981039346656037ull;
+  // The report path itself may differ (only rank 0 writes it) but whether there is one decides
+  // whether every rank joins the gathering at finalize, so that much must agree.
+  const int64_t fields[] = {c->valid,      c->enable,
+                            c->ops,        c->type,
+                            c->block,      static_cast<int64_t>(c->min_bytes),
+                            c->stochastic, c->error_feedback,
+                            c->shadow,     c->report[0] != '\0'};
+  h = fnv1a(h, fields, sizeof fields);
+  return h;
+}
+
+int octet_shim_config_wants(const octet_shim_config* c, octet_shim_op op) {
+  return c->valid && c->enable && op >= 0 && op < OCTET_SHIM_OP_COUNT && (c->ops >> op) & 1u;
+}
+
+const char* octet_shim_op_name(octet_shim_op op) {
+  return op >= 0 && op < OCTET_SHIM_OP_COUNT ? kOpNames[op] : "unknown";
+}
+
+const char* octet_shim_type_name(octet_data_type type) {
+  for (const TypeName& t : kTypes)
+    if (t.type == type) return t.name;
+  return "unknown";
+}
+
+char* octet_shim_ops_string(unsigned ops, char* out, size_t capacity) {
+  std::string s;
+  for (int op = 0; op < OCTET_SHIM_OP_COUNT; ++op)
+    if ((ops >> op) & 1u) s += (s.empty() ? "" : ",") + std::string(kOpNames[op]);
+  if (capacity > 0) std::snprintf(out, capacity, "%s", s.c_str());
+  return out;
+}
+
+}  // extern "C"

@@ -1,0 +1,98 @@
+// The C entry points of the shim. Each forwards to PMPI_ or to the shared implementation in
+// collectives.cc, and no exception ever leaves them: a failure inside the shim becomes an MPI
+// error code through the communicator's error handler.
+#include <cstdio>
+#include <exception>
+
+#include "shim.h"
+
+namespace {
+
+// Runs body; an exception (a bug or out of memory in the shim) becomes MPI_ERR_INTERN on comm.
+template <typename Body>
+int guarded(MPI_Comm comm, Body body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "octet-pmpi: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "octet-pmpi: internal error\n");
+  }
+  if (comm != MPI_COMM_NULL) PMPI_Comm_call_errhandler(comm, MPI_ERR_INTERN);
+  return MPI_ERR_INTERN;
+}
+
+// The MPI_Init hook must not take the job down: on failure the shim just stays inactive.
+void init_hook() {
+  try {
+    octet_pmpi::after_init();
+  } catch (...) {
+    std::fprintf(stderr, "octet-pmpi: initialisation failed; passing every call through\n");
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+int MPI_Init(int* argc, char*** argv) {
+  const int rc = PMPI_Init(argc, argv);
+  if (rc == MPI_SUCCESS) init_hook();
+  return rc;
+}
+
+int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  const int rc = PMPI_Init_thread(argc, argv, required, provided);
+  if (rc == MPI_SUCCESS) init_hook();
+  return rc;
+}
+
+int MPI_Finalize(void) {
+  try {
+    octet_pmpi::before_finalize();
+  } catch (...) {
+    std::fprintf(stderr, "octet-pmpi: could not finish the report\n");
+  }
+  return PMPI_Finalize();
+}
+
+int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
+  return guarded(comm, [&] {
+    const int rc = PMPI_Comm_set_info(comm, info);
+    if (rc == MPI_SUCCESS) octet_pmpi::info_changed(comm, info);
+    return rc;
+  });
+}
+
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                  MPI_Comm comm) {
+  return guarded(comm,
+                 [&] { return octet_pmpi::allreduce(sendbuf, recvbuf, count, type, op, comm); });
+}
+
+int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm, MPI_Request* request) {
+  return guarded(comm, [&] {
+    return octet_pmpi::iallreduce(sendbuf, recvbuf, count, type, op, comm, request);
+  });
+}
+
+int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
+                             MPI_Op op, MPI_Comm comm) {
+  return guarded(comm, [&] {
+    return octet_pmpi::reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
+  });
+}
+
+int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  return guarded(comm, [&] {
+    return octet_pmpi::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  });
+}
+
+int MPI_Bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  return guarded(comm, [&] { return octet_pmpi::bcast(buffer, count, type, root, comm); });
+}
+
+}  // extern "C"

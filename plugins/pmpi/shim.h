@@ -1,0 +1,79 @@
+// Internals of the PMPI shim, shared by its C and Fortran entry points.
+//
+// Layering: entry_c.cc / entry_fortran.cc (MPI symbols, handle conversion) -> collectives.cc
+// (eligibility, compressed and shadow paths) -> state.cc (configuration agreed at MPI_Init,
+// per-communicator cache) and report.cc (statistics, JSON at MPI_Finalize). Every MPI call the
+// shim makes itself goes to a PMPI_ entry point, so no interceptor is ever re-entered.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "octet/octet_c.h"
+#include "shim_config.h"
+
+namespace octet_pmpi {
+
+// What the shim knows once MPI_Init returned; read-only afterwards.
+struct State {
+  octet_shim_config config{};
+  bool initialized = false;  // our MPI_Init hook ran (otherwise everything passes through)
+  bool agreed = false;       // every rank of MPI_COMM_WORLD has the same configuration
+  bool active = false;       // agreed, valid and enabled: eligible calls get compressed
+  bool recording = false;    // agreed, valid and a report path is set: collect statistics
+  int world_rank = 0;
+  int world_size = 1;
+};
+const State& state();
+
+// Hooks around PMPI_Init* and PMPI_Finalize (collective over MPI_COMM_WORLD).
+void after_init();
+void before_finalize();
+
+// The Octet communicator behind a user communicator, or nullptr when the calls on it must pass
+// through (opted out on some rank, an intercommunicator, a single rank, creation failed). The
+// first call on a communicator is collective over it; later calls are a cached lookup.
+struct CommEntry;
+CommEntry* comm_entry(MPI_Comm comm);
+octet_comm entry_comm(const CommEntry* entry);
+// Counts this entry's compressed calls; equal on every rank, so usable as a shared seed.
+uint64_t next_call_index(CommEntry* entry);
+uint64_t entry_id(const CommEntry* entry);
+// MPI_Comm_set_info (a collective call) may change the opt-out: remember this rank's key and
+// decide again at the next eligible call.
+void info_changed(MPI_Comm comm, MPI_Info info);
+
+// Converts an Octet failure into an MPI error code and calls comm's error handler.
+int raise_error(MPI_Comm comm, octet_status status, const char* what);
+
+// Statistics for the report (no-ops unless state().recording).
+struct CallRecord {
+  octet_shim_op op;
+  uint64_t message_bytes = 0;  // fp32 message size (see README: per operation)
+  bool compressed = false;
+  uint64_t bytes_sent = 0;
+  double seconds = 0;
+  bool has_error = false;  // shadow mode: the fields below are set
+  double max_abs_error = 0, max_rel_error = 0, sum_sq_error = 0;
+  uint64_t error_elements = 0;
+};
+void record(const CallRecord& call);
+// Gathers every rank's statistics to rank 0, which writes the JSON (collective over WORLD).
+void write_report();
+
+// The intercepted collectives, for both language bindings. sendbuf may be MPI_IN_PLACE.
+int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+              MPI_Comm comm);
+int iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+               MPI_Comm comm, MPI_Request* request);
+int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
+                         MPI_Op op, MPI_Comm comm);
+int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+              int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm);
+
+double now_seconds();
+
+}  // namespace octet_pmpi

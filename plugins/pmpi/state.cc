@@ -1,0 +1,238 @@
+// The shim's process-wide state: the configuration (read once at MPI_Init and agreed across
+// MPI_COMM_WORLD), the Octet communicator cached on each user communicator, and error reporting.
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "octet/octet_mpi.h"
+#include "shim.h"
+
+namespace octet_pmpi {
+
+struct CommEntry {
+  uint64_t id = 0;            // creation order on this rank, for error-feedback keys
+  octet_comm comm = nullptr;  // null until the first eligible call that may compress
+  bool decided = false;       // allowed below reflects the current info of the communicator
+  bool allowed = false;       // every rank allows compression on this communicator
+  uint64_t calls = 0;         // compressed calls so far
+  bool opted_out = false;     // this rank's MPI_Comm_set_info said octet_compress=false
+};
+
+namespace {
+
+State g_state;
+std::mutex g_mutex;                 // guards the entries and the keyval below
+std::vector<CommEntry*> g_entries;  // live entries, in creation order
+int g_keyval = MPI_KEYVAL_INVALID;
+uint64_t g_next_id = 0;
+int g_error_codes[OCTET_ERR_INTERNAL + 1];
+int g_errors_printed = 0;
+
+void free_entry_comm(CommEntry* entry) {
+  if (entry->comm) octet_comm_free(entry->comm);
+  entry->comm = nullptr;
+}
+
+// Attribute delete callback: the user freed the communicator (collective), so free ours too.
+int delete_entry(MPI_Comm, int, void* value, void*) {
+  auto* entry = static_cast<CommEntry*>(value);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  free_entry_comm(entry);
+  for (size_t i = 0; i < g_entries.size(); ++i)
+    if (g_entries[i] == entry) g_entries.erase(g_entries.begin() + static_cast<long>(i));
+  delete entry;
+  return MPI_SUCCESS;
+}
+
+// MPI error codes whose MPI_Error_string names the Octet failure; the closest MPI class.
+int error_class(int status) {
+  switch (status) {
+    case OCTET_ERR_INVALID_ARGUMENT:
+    case OCTET_ERR_MISMATCH:
+      return MPI_ERR_ARG;
+    case OCTET_ERR_UNSUPPORTED:
+    case OCTET_ERR_UNAVAILABLE:
+      return MPI_ERR_UNSUPPORTED_OPERATION;
+    case OCTET_ERR_INTERNAL:
+      return MPI_ERR_INTERN;
+    default:
+      return MPI_ERR_OTHER;
+  }
+}
+
+const char* const kStatusNames[] = {
+    "ok",          "invalid argument", "corrupt payload",   "truncated payload", "unsupported",
+    "unavailable", "ranks disagree",   "transport failure", "internal error"};
+
+void create_error_codes() {
+  for (int s = 1; s <= OCTET_ERR_INTERNAL; ++s) {
+    g_error_codes[s] = error_class(s);
+    int code = 0;
+    if (PMPI_Add_error_code(error_class(s), &code) != MPI_SUCCESS) continue;
+    char text[128];
+    std::snprintf(text, sizeof text, "Octet PMPI shim: %s (see stderr for details)",
+                  kStatusNames[s]);
+    if (PMPI_Add_error_string(code, text) == MPI_SUCCESS) g_error_codes[s] = code;
+  }
+}
+
+// Rank 0 tells the user once why the shim passes everything through.
+void explain_configuration() {
+  const octet_shim_config& c = g_state.config;
+  if (g_state.world_rank != 0) return;
+  if (!g_state.agreed)
+    std::fprintf(stderr,
+                 "octet-pmpi: ranks have different OCTET_* settings (or some have a bad value); "
+                 "passing every call through uncompressed\n");
+  else if (!c.valid)
+    std::fprintf(stderr, "octet-pmpi: %s; passing every call through uncompressed\n", c.error);
+}
+
+// Whether info says octet_compress=false (or 0, no, off).
+bool info_opts_out(MPI_Info info) {
+  if (info == MPI_INFO_NULL) return false;
+  char value[64] = {0};
+  int found = 0;
+  if (PMPI_Info_get(info, "octet_compress", sizeof value - 1, value, &found) != MPI_SUCCESS ||
+      !found)
+    return false;
+  return !std::strcmp(value, "false") || !std::strcmp(value, "0") || !std::strcmp(value, "no") ||
+         !std::strcmp(value, "off");
+}
+
+// Whether every rank allows compression on comm, agreed by MIN. OpenMPI's MPI_Comm_get_info only
+// returns the keys it knows, so the key seen by our MPI_Comm_set_info counts as well.
+bool agreed_allowed(MPI_Comm comm, const CommEntry* entry) {
+  int inter = 0, size = 1;
+  PMPI_Comm_test_inter(comm, &inter);
+  PMPI_Comm_size(comm, &size);
+  if (inter || size < 2) return false;  // equal on every rank: no agreement round needed
+  int local = entry->opted_out ? 0 : 1;
+  MPI_Info info = MPI_INFO_NULL;
+  if (PMPI_Comm_get_info(comm, &info) == MPI_SUCCESS && info != MPI_INFO_NULL) {
+    if (info_opts_out(info)) local = 0;
+    PMPI_Info_free(&info);
+  }
+  int all = 0;
+  if (PMPI_Allreduce(&local, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return false;
+  return all == 1;
+}
+
+// Creates the Octet communicator; every rank learns whether all succeeded, so that a failure
+// on one rank makes all of them pass through instead of deadlocking.
+octet_comm agreed_create(MPI_Comm comm) {
+  octet_comm created = nullptr;
+  const octet_status s = octet_comm_from_mpi(comm, &created);
+  int local = s == OCTET_OK ? 1 : 0, all = 0;
+  if (PMPI_Allreduce(&local, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) all = 0;
+  if (all == 1) return created;
+  if (s != OCTET_OK)
+    std::fprintf(stderr,
+                 "octet-pmpi: rank %d: cannot create an Octet communicator (%s); "
+                 "calls on this communicator pass through\n",
+                 g_state.world_rank, octet_last_error_message());
+  return nullptr;  // a communicator created on some ranks only is left alone, not freed
+}
+
+// The entry attached to comm, attaching a new (undecided) one if there is none. Local.
+CommEntry* find_or_add_entry(MPI_Comm comm) {
+  if (!g_state.active) return nullptr;
+  void* value = nullptr;
+  int found = 0;
+  if (PMPI_Comm_get_attr(comm, g_keyval, &value, &found) != MPI_SUCCESS) return nullptr;
+  if (found) return static_cast<CommEntry*>(value);
+  auto* entry = new CommEntry;
+  if (PMPI_Comm_set_attr(comm, g_keyval, entry) != MPI_SUCCESS) {
+    delete entry;
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  entry->id = g_next_id++;
+  g_entries.push_back(entry);
+  return entry;
+}
+
+}  // namespace
+
+const State& state() {
+  return g_state;
+}
+
+void after_init() {
+  State& s = g_state;
+  if (s.initialized) return;  // MPI_INIT from Fortran may also pass through the C MPI_Init
+  octet_shim_config_from_env(&s.config);
+  PMPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &s.world_size);
+  // MIN of (h, ~h) gives the minimum and the maximum of h in one call.
+  const uint64_t h = octet_shim_config_hash(&s.config);
+  uint64_t local[2] = {h, ~h}, all[2] = {0, 0};
+  const int rc = PMPI_Allreduce(local, all, 2, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+  s.agreed = rc == MPI_SUCCESS && all[0] == h && ~all[1] == h;
+  s.active = s.agreed && s.config.valid && s.config.enable;
+  s.recording = s.agreed && s.config.valid && s.config.report[0] != '\0';
+  explain_configuration();
+  if (s.active) PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_entry, &g_keyval, nullptr);
+  if (g_keyval == MPI_KEYVAL_INVALID) s.active = false;
+  create_error_codes();
+  s.initialized = true;
+}
+
+void before_finalize() {
+  if (!g_state.initialized) return;
+  write_report();
+  // Free the Octet communicators while MPI still works, in creation order (the same on every
+  // rank); the attributes stay and their delete callbacks then find nothing left to free.
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (CommEntry* entry : g_entries) free_entry_comm(entry);
+  g_state.active = false;
+}
+
+// No lock around the collective rounds: MPI already requires the calls on one communicator to
+// be ordered, and holding a lock across a collective could deadlock two threads on two others.
+CommEntry* comm_entry(MPI_Comm comm) {
+  CommEntry* entry = find_or_add_entry(comm);
+  if (!entry) return nullptr;
+  if (entry->decided) return entry->allowed ? entry : nullptr;
+  entry->allowed = agreed_allowed(comm, entry);
+  if (entry->allowed && !entry->comm) entry->comm = agreed_create(comm);
+  if (!entry->comm) entry->allowed = false;
+  entry->decided = true;
+  return entry->allowed ? entry : nullptr;
+}
+
+octet_comm entry_comm(const CommEntry* entry) {
+  return entry->comm;
+}
+uint64_t entry_id(const CommEntry* entry) {
+  return entry->id;
+}
+
+uint64_t next_call_index(CommEntry* entry) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return entry->calls++;
+}
+
+void info_changed(MPI_Comm comm, MPI_Info info) {
+  if (comm == MPI_COMM_NULL) return;
+  CommEntry* entry = find_or_add_entry(comm);
+  if (!entry) return;
+  entry->opted_out = info_opts_out(info);
+  entry->decided = false;
+}
+
+int raise_error(MPI_Comm comm, octet_status status, const char* what) {
+  const int index = status >= 1 && status <= OCTET_ERR_INTERNAL ? status : OCTET_ERR_INTERNAL;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_errors_printed++ < 5)  // the detail text only exists here: show it, but do not flood
+      std::fprintf(stderr, "octet-pmpi: rank %d: compressed %s failed: %s\n", g_state.world_rank,
+                   what, octet_last_error_message());
+  }
+  const int code = g_error_codes[index] ? g_error_codes[index] : MPI_ERR_OTHER;
+  PMPI_Comm_call_errhandler(comm, code);
+  return code;
+}
+
+}  // namespace octet_pmpi
