@@ -1,0 +1,144 @@
+// Compressed collectives on fp32 buffers over any Transport (octet/transport.h).
+//
+// Every operation has a blocking form and a non-blocking one returning a Request. Buffers must
+// stay valid until the request completes. `in == out` (or in == nullptr) means in place, with
+// MPI's conventions: allgather's input is out[rank * count, +count), reduce_scatter's input is
+// out[0, size * count) and its result lands in out[0, count).
+//
+// Guarantees (docs/algorithms.md has the steps and the bytes on the wire):
+//  - every rank ends with bit-identical results (allreduce, allgather, broadcast);
+//  - allreduce quantizes each element at most twice whatever the rank count (contributions once,
+//    the reduced chunk once); reduce_scatter, allgather, broadcast and send/recv once;
+//  - a rank sends at most 2(P-1)/P of the compressed size in allreduce;
+//  - ranks that disagree on the operation, count, type, block, root or flags all fail with
+//    ErrorCode::kMismatch (a descriptor is exchanged first), rather than hang or return garbage;
+//    so do all ranks when one rank's arguments are invalid (kInvalidArgument on that rank);
+//  - NaN/Inf travel as they are: a sum with a NaN is NaN, as in fp32.
+//
+// A Comm and its requests belong to one thread at a time (the MPI transport calls MPI only from
+// that thread, so MPI_THREAD_FUNNELED suffices); non-blocking operations progress inside
+// Request::test() and Request::wait() and inside any other call on the same Comm.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "octet/codec.h"
+#include "octet/error_feedback.h"
+#include "octet/transport.h"
+
+namespace octet {
+
+namespace detail {
+class Operation;
+}
+
+// A group of ranks over one transport, plus the state its collectives share: the call counter
+// that keeps the messages of concurrent operations apart, and the error-feedback residuals.
+class Comm {
+ public:
+  explicit Comm(std::shared_ptr<Transport> transport);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  int rank() const { return transport_->rank(); }
+  int size() const { return transport_->size(); }
+  Transport& transport() const { return *transport_; }
+  ErrorFeedback& error_feedback() { return feedback_; }
+  // User tags of send/recv lie in [0, max_user_tag()]; the rest of the tag space is Octet's.
+  int max_user_tag() const;
+
+  // Internal (used by the algorithms): tag bases, point-to-point ordering, progress.
+  int collective_tag_base();  // the next collective call's 4 tags
+  int p2p_tag(int user_tag, bool ack) const;
+  uint64_t p2p_ticket(int peer, int tag, bool sending);
+  bool p2p_turn(int peer, int tag, bool sending, uint64_t ticket) const;
+  void p2p_done(int peer, int tag, bool sending);
+  void start(const std::shared_ptr<detail::Operation>& op);
+  void progress();                       // advances every pending operation, never blocks
+  void complete(detail::Operation& op);  // blocks until op is done (other operations progress)
+
+ private:
+  std::shared_ptr<Transport> transport_;
+  ErrorFeedback feedback_;
+  uint64_t collectives_ = 0;
+  struct Turn {
+    uint64_t issued = 0, served = 0;
+  };
+  std::map<std::tuple<int, int, bool>, Turn> turns_;  // (peer, tag, sending)
+  std::list<std::shared_ptr<detail::Operation>> active_;
+};
+
+struct CollectiveOptions {
+  CodecOptions codec;              // type, block size, stochastic rounding and its seed, checksum
+  std::string error_feedback_key;  // empty: none; else residuals are kept under this name
+  size_t min_bytes = 0;            // calls whose fp32 size (count * 4) is below go uncompressed
+  bool average = false;            // allreduce/reduce_scatter: divide the sum by the rank count
+  size_t chunk_bytes = size_t{1} << 20;  // pipeline chunk: fp32 bytes per message (rounded to
+                                         // whole blocks)
+  int window = 4;                        // chunks in flight
+  int threads = 1;                       // codec threads per encode/decode (1: calling thread)
+};
+
+// A pending operation. Destroying an unfinished request waits for it (errors are dropped).
+class Request {
+ public:
+  Request() = default;
+  Request(Comm* comm, std::shared_ptr<detail::Operation> op);
+  Request(Request&&) noexcept;
+  Request& operator=(Request&&) noexcept;
+  ~Request();
+
+  bool valid() const { return op_ != nullptr; }
+  // True once complete (then the request becomes invalid); throws the operation's error.
+  bool test();
+  void wait();
+
+ private:
+  Comm* comm_ = nullptr;
+  std::shared_ptr<detail::Operation> op_;
+};
+
+// Sum (or average) of every rank's in[0, count) into out[0, count) on every rank.
+void allreduce(Comm& comm, const float* in, float* out, size_t count,
+               const CollectiveOptions& options = {});
+Request iallreduce(Comm& comm, const float* in, float* out, size_t count,
+                   const CollectiveOptions& options = {});
+
+// out[0, count) on rank r = sum over ranks of in[r * count, +count).
+void reduce_scatter(Comm& comm, const float* in, float* out, size_t count,
+                    const CollectiveOptions& options = {});
+Request ireduce_scatter(Comm& comm, const float* in, float* out, size_t count,
+                        const CollectiveOptions& options = {});
+
+// out[r * count, +count) = rank r's in[0, count), on every rank.
+void allgather(Comm& comm, const float* in, float* out, size_t count,
+               const CollectiveOptions& options = {});
+Request iallgather(Comm& comm, const float* in, float* out, size_t count,
+                   const CollectiveOptions& options = {});
+
+// buffer[0, count) of root, on every rank (root's own buffer becomes the decoded values too).
+void broadcast(Comm& comm, float* buffer, size_t count, int root,
+               const CollectiveOptions& options = {});
+Request ibroadcast(Comm& comm, float* buffer, size_t count, int root,
+                   const CollectiveOptions& options = {});
+
+// Point-to-point transfer of a compressed tensor (paper 001's model-parallel activations). Both
+// sides must agree on count and options (else both fail with kMismatch). The sender's buffer is
+// left as it is. Transfers with the same peer and tag complete in call order.
+void send(Comm& comm, const float* buffer, size_t count, int peer, int tag,
+          const CollectiveOptions& options = {});
+Request isend(Comm& comm, const float* buffer, size_t count, int peer, int tag,
+              const CollectiveOptions& options = {});
+void recv(Comm& comm, float* buffer, size_t count, int peer, int tag,
+          const CollectiveOptions& options = {});
+Request irecv(Comm& comm, float* buffer, size_t count, int peer, int tag,
+              const CollectiveOptions& options = {});
+
+}  // namespace octet

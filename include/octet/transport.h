@@ -1,0 +1,63 @@
+// Transports: how Octet's collectives move bytes between ranks (in the style of gloo's
+// device/pair layer). A Transport is one rank's end of a group: tagged, ordered, non-blocking
+// send/recv of byte buffers to any peer. The collectives (octet/collectives.h) are written over
+// this interface only; backends: threads in one process (tests) and MPI (octet/transport_mpi.h).
+//
+// Ordering: messages from one peer with one tag are received in the order they were sent, and
+// receives posted for one (peer, tag) are matched in the order they were posted (as in MPI).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "octet/error.h"
+
+namespace octet {
+
+// A pending send or receive. test() never blocks; wait() blocks until done. Both throw
+// octet::Error (kTransport, or kMismatch when a message did not fit its receive buffer).
+// Destroying a pending request cancels it when the backend can (receives) and otherwise lets it
+// finish in the background; the caller must then keep the buffer alive (see Transport::isend).
+class TransportRequest {
+ public:
+  virtual ~TransportRequest() = default;
+  virtual bool test() = 0;
+  virtual void wait() = 0;
+  // Bytes that arrived (receives), valid once complete.
+  virtual size_t bytes() const = 0;
+};
+using TransportRequestPtr = std::unique_ptr<TransportRequest>;
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Largest tag this transport carries (MPI: MPI_TAG_UB, at least 32767).
+  virtual int max_tag() const = 0;
+
+  // Sends bytes [data, data + bytes) to peer. `keep_alive` (may be null) is held until the send
+  // has completed, even when the request is abandoned on an error path.
+  virtual TransportRequestPtr isend(const void* data, size_t bytes, int peer, int tag,
+                                    std::shared_ptr<const void> keep_alive = nullptr) = 0;
+  // Receives one message of at most `capacity` bytes from peer; a larger message fails the
+  // request with kMismatch instead of being truncated silently.
+  virtual TransportRequestPtr irecv(void* data, size_t capacity, int peer, int tag) = 0;
+  // Lets pending transfers progress (MPI without a progress thread only moves data inside MPI
+  // calls); the collectives call it between encodes. Never blocks.
+  virtual void poll() {}
+
+  // Blocking forms.
+  void send(const void* data, size_t bytes, int peer, int tag);
+  size_t recv(void* data, size_t capacity, int peer, int tag);
+};
+
+// Waits for every request (all of them, even after one fails) and rethrows the first error.
+void wait_all(std::vector<TransportRequestPtr>& requests);
+
+// `size` connected in-process transports, one per rank, for ranks run as threads. Sends are
+// buffered (they complete at once); receives complete when a matching message is there.
+std::vector<std::shared_ptr<Transport>> make_thread_transports(int size);
+
+}  // namespace octet

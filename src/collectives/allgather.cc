@@ -1,0 +1,90 @@
+// Allgather: per chunk k, every rank encodes its chunk once, sends the same bytes to every peer
+// and decodes them itself, so that all ranks hold bit-identical results. Quantized once.
+#include <string>
+#include <vector>
+
+#include "collectives/collective_op.h"
+
+namespace octet {
+namespace detail {
+namespace {
+
+struct AllgatherUnit : Unit {
+  std::vector<std::vector<uint8_t>> parts;
+  std::vector<size_t> bytes;
+};
+
+class Allgather : public CollectiveOp {
+ public:
+  Allgather(Comm& comm, const float* in, float* out, size_t count, const CollectiveOptions& o)
+      : CollectiveOp(comm, 2, o), out_(out), count_(count) {
+    in_ = in ? in : (out ? out + count * static_cast<size_t>(comm.rank()) : nullptr);
+    if (in == out && out) in_ = out + count * static_cast<size_t>(comm.rank());
+    begin(
+        OpKind::kAllgather, count, -1, count * sizeof(float), [&] { return check(); }, false);
+  }
+
+ private:
+  std::string check() {
+    std::string e = check_buffers(in_, out_, count_);
+    if (e.empty()) e = check_input(in_, count_, *wire_, &signs_);
+    if (e.empty()) set_units(chunks_in(count_, wire_->chunk_elements()));
+    return e;
+  }
+
+  std::unique_ptr<Unit> make_unit(size_t) override {
+    auto u = std::make_unique<AllgatherUnit>();
+    u->parts.resize(comm_.size());
+    u->bytes.assign(comm_.size(), 0);
+    return u;
+  }
+
+  void run_stage(Unit& base, size_t k, int stage) override {
+    auto& u = static_cast<AllgatherUnit&>(base);
+    const int me = comm_.rank(), p = comm_.size();
+    const Span c = chunk_of({0, count_}, wire_->chunk_elements(), k);
+    if (stage == 0) {
+      for (int i = 1; i < p; ++i) {
+        const int peer = (me + i) % p;
+        u.parts[peer].resize(wire_->capacity(c.size));
+        u.await(1, sized_recv(comm_.transport(), u.parts[peer], u.bytes[peer], peer, tag(1)));
+      }
+      if (p == 1) {  // nothing travels, nothing is quantized
+        std::copy(in_ + c.begin, in_ + c.begin + c.size, out_ + c.begin);
+        return;
+      }
+      Bytes b = wire_->encode(in_ + c.begin, c.size, c.begin, 1 + me,
+                              "allgather/" + std::to_string(k) + "/" + std::to_string(p));
+      for (int i = 1; i < p; ++i) {
+        const int peer = (me + p - i) % p;
+        u.await(2, comm_.transport().isend(b->data(), b->size(), peer, tag(1), b));
+      }
+      wire_->decode(*b, b->size(), out_ + count_ * me + c.begin, c.size, false, me);
+      return;
+    }
+    for (int r = 0; r < p; ++r)
+      if (r != me)
+        wire_->decode(u.parts[r], u.bytes[r], out_ + count_ * r + c.begin, c.size, false, r);
+  }
+
+  const float* in_;
+  float* out_;
+  size_t count_;
+};
+
+}  // namespace
+}  // namespace detail
+
+Request iallgather(Comm& comm, const float* in, float* out, size_t count,
+                   const CollectiveOptions& options) {
+  auto op = std::make_shared<detail::Allgather>(comm, in, out, count, options);
+  comm.start(op);
+  return Request(&comm, op);
+}
+
+void allgather(Comm& comm, const float* in, float* out, size_t count,
+               const CollectiveOptions& options) {
+  iallgather(comm, in, out, count, options).wait();
+}
+
+}  // namespace octet

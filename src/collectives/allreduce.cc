@@ -1,0 +1,165 @@
+// Allreduce: a direct reduce-scatter then allgather, both in the compressed domain.
+// Segment r (whole blocks) belongs to rank r. Per chunk k: every rank encodes its chunk k of each
+// peer's segment once and sends it to that peer; the owner sums the decoded contributions and
+// its own fp32 values in rank order, encodes the reduced chunk once and sends those bytes to
+// everyone; every rank, the owner included, decodes the owner's bytes. So an element is quantized
+// twice whatever the rank count, and all ranks hold bit-identical results.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collectives/collective_op.h"
+
+namespace octet {
+namespace detail {
+namespace {
+
+struct AllreduceUnit : Unit {
+  std::vector<std::vector<uint8_t>> contributions, reduced;  // received, by rank
+  std::vector<size_t> contribution_bytes, reduced_bytes;
+  std::vector<TransportRequestPtr> reduced_recvs;
+};
+
+class Allreduce : public CollectiveOp {
+ public:
+  Allreduce(Comm& comm, const float* in, float* out, size_t count, const CollectiveOptions& o)
+      : CollectiveOp(comm, 3, o), in_(in ? in : out), out_(out), count_(count) {
+    begin(
+        OpKind::kAllreduce, count, -1, count * sizeof(float), [&] { return check(); },
+        o.codec.type == DataType::kDynamicUnsigned);
+  }
+
+ private:
+  std::string check() {
+    std::string e = check_buffers(in_, out_, count_);
+    if (!e.empty()) return e;
+    e = check_input(in_, count_, *wire_, &signs_);
+    if (!e.empty()) return e;
+    const int p = comm_.size();
+    const size_t a = wire_->align(), blocks = (count_ + a - 1) / a;
+    size_t most = 0;
+    for (int r = 0; r < p; ++r) {  // whole blocks per segment, as even as possible
+      const size_t b0 = blocks * r / p, b1 = blocks * (r + 1) / p;
+      const size_t begin = std::min(count_, b0 * a), end = std::min(count_, b1 * a);
+      segments_.push_back({begin, end - begin});
+      most = std::max(most, end - begin);
+    }
+    set_units(chunks_in(most, wire_->chunk_elements()));
+    return "";
+  }
+
+  Span piece(int rank, size_t k) const {
+    return chunk_of(segments_[rank], wire_->chunk_elements(), k);
+  }
+  std::string slot(const char* what, int rank, size_t k) const {
+    return std::string("allreduce/") + what + "/" + std::to_string(rank) + "/" + std::to_string(k) +
+           "/" + std::to_string(comm_.size());
+  }
+
+  std::unique_ptr<Unit> make_unit(size_t) override {
+    auto u = std::make_unique<AllreduceUnit>();
+    const size_t p = static_cast<size_t>(comm_.size());
+    u->contributions.resize(p);
+    u->reduced.resize(p);
+    u->contribution_bytes.assign(p, 0);
+    u->reduced_bytes.assign(p, 0);
+    return u;
+  }
+
+  void run_stage(Unit& base, size_t k, int stage) override {
+    auto& u = static_cast<AllreduceUnit&>(base);
+    if (stage == 0) post_and_contribute(u, k);
+    if (stage == 1) reduce(u, k);
+    if (stage == 2) gather(u, k);
+  }
+
+  // Stage 0: receives for both phases, then this rank's contribution to every peer's segment.
+  void post_and_contribute(AllreduceUnit& u, size_t k) {
+    Transport& t = comm_.transport();
+    const int me = comm_.rank(), p = comm_.size();
+    const Span mine = piece(me, k);
+    for (int i = 1; i < p; ++i) {
+      const int peer = (me + i) % p;
+      if (mine.size) {
+        u.contributions[peer].resize(wire_->capacity(mine.size));
+        u.await(1, recv(u.contributions[peer], u.contribution_bytes[peer], peer, tag(1)));
+      }
+      const Span theirs = piece(peer, k);
+      if (theirs.size) {
+        u.reduced[peer].resize(wire_->capacity(theirs.size));
+        u.await(2, recv(u.reduced[peer], u.reduced_bytes[peer], peer, tag(2)));
+      }
+    }
+    for (int i = 1; i < p; ++i) {
+      const int peer = (me + i) % p;
+      const Span s = piece(peer, k);
+      if (!s.size) continue;
+      Bytes b = wire_->encode(in_ + s.begin, s.size, s.begin, 1 + me, slot("in", peer, k));
+      u.await(3, t.isend(b->data(), b->size(), peer, tag(1), b));
+    }
+  }
+
+  TransportRequestPtr recv(std::vector<uint8_t>& buf, size_t& bytes, int peer, int tag) {
+    return sized_recv(comm_.transport(), buf, bytes, peer, tag);
+  }
+
+  // Stage 1 (the owner): sum in rank order, encode once, send to all, decode its own bytes.
+  void reduce(AllreduceUnit& u, size_t k) {
+    const int me = comm_.rank(), p = comm_.size();
+    const Span m = piece(me, k);
+    if (!m.size) return;
+    if (p == 1) {  // nothing travels, so nothing is quantized
+      if (out_ != in_) std::memmove(out_ + m.begin, in_ + m.begin, m.size * sizeof(float));
+      return;
+    }
+    std::vector<float> sum(m.size, 0.0f);
+    for (int r = 0; r < p; ++r) {
+      if (r == me) {
+        for (size_t i = 0; i < m.size; ++i) sum[i] += in_[m.begin + i];
+      } else {
+        wire_->decode(u.contributions[r], u.contribution_bytes[r], sum.data(), m.size, true, r);
+      }
+    }
+    if (options_.average)
+      for (float& v : sum) v /= static_cast<float>(p);
+    Bytes b = wire_->encode(sum.data(), m.size, m.begin, 0x1000 + me, slot("sum", me, k));
+    for (int i = 1; i < p; ++i) {
+      const int peer = (me + i) % p;
+      u.await(3, comm_.transport().isend(b->data(), b->size(), peer, tag(2), b));
+    }
+    wire_->decode(*b, b->size(), out_ + m.begin, m.size, false, me);
+  }
+
+  // Stage 2: decode every other owner's reduced chunk.
+  void gather(AllreduceUnit& u, size_t k) {
+    const int me = comm_.rank(), p = comm_.size();
+    for (int r = 0; r < p; ++r) {
+      const Span s = piece(r, k);
+      if (r == me || !s.size) continue;
+      wire_->decode(u.reduced[r], u.reduced_bytes[r], out_ + s.begin, s.size, false, r);
+    }
+  }
+
+  const float* in_;
+  float* out_;
+  size_t count_;
+  std::vector<Span> segments_;
+};
+
+}  // namespace
+}  // namespace detail
+
+Request iallreduce(Comm& comm, const float* in, float* out, size_t count,
+                   const CollectiveOptions& options) {
+  auto op = std::make_shared<detail::Allreduce>(comm, in, out, count, options);
+  comm.start(op);
+  return Request(&comm, op);
+}
+
+void allreduce(Comm& comm, const float* in, float* out, size_t count,
+               const CollectiveOptions& options) {
+  iallreduce(comm, in, out, count, options).wait();
+}
+
+}  // namespace octet

@@ -1,0 +1,80 @@
+// Broadcast: per chunk k, the root encodes once, sends the same bytes to every peer and decodes
+// them into its own buffer, so that all ranks hold bit-identical results. Quantized once.
+#include <string>
+#include <vector>
+
+#include "collectives/collective_op.h"
+
+namespace octet {
+namespace detail {
+namespace {
+
+struct BroadcastUnit : Unit {
+  std::vector<uint8_t> part;
+  size_t bytes = 0;
+};
+
+class Broadcast : public CollectiveOp {
+ public:
+  Broadcast(Comm& comm, float* buffer, size_t count, int root, const CollectiveOptions& o)
+      : CollectiveOp(comm, 2, o), buffer_(buffer), count_(count), root_(root) {
+    begin(
+        OpKind::kBroadcast, count, root, count * sizeof(float), [&] { return check(); }, false);
+  }
+
+ private:
+  std::string check() {
+    if (root_ < 0 || root_ >= comm_.size())
+      return "root " + std::to_string(root_) + " outside a group of " +
+             std::to_string(comm_.size());
+    std::string e = check_buffers(buffer_, buffer_, count_);
+    if (e.empty() && comm_.rank() == root_) e = check_input(buffer_, count_, *wire_, &signs_);
+    if (e.empty()) set_units(chunks_in(count_, wire_->chunk_elements()));
+    return e;
+  }
+
+  std::unique_ptr<Unit> make_unit(size_t) override { return std::make_unique<BroadcastUnit>(); }
+
+  void run_stage(Unit& base, size_t k, int stage) override {
+    auto& u = static_cast<BroadcastUnit&>(base);
+    const int me = comm_.rank(), p = comm_.size();
+    const Span c = chunk_of({0, count_}, wire_->chunk_elements(), k);
+    if (p == 1) return;  // nothing travels, nothing is quantized
+    if (me != root_) {
+      if (stage == 0) {
+        u.part.resize(wire_->capacity(c.size));
+        u.await(1, sized_recv(comm_.transport(), u.part, u.bytes, root_, tag(1)));
+      } else {
+        wire_->decode(u.part, u.bytes, buffer_ + c.begin, c.size, false, root_);
+      }
+      return;
+    }
+    if (stage != 0) return;
+    Bytes b =
+        wire_->encode(buffer_ + c.begin, c.size, c.begin, 1 + me, "broadcast/" + std::to_string(k));
+    for (int i = 1; i < p; ++i)
+      u.await(2, comm_.transport().isend(b->data(), b->size(), (me + i) % p, tag(1), b));
+    wire_->decode(*b, b->size(), buffer_ + c.begin, c.size, false, me);
+  }
+
+  float* buffer_;
+  size_t count_;
+  int root_;
+};
+
+}  // namespace
+}  // namespace detail
+
+Request ibroadcast(Comm& comm, float* buffer, size_t count, int root,
+                   const CollectiveOptions& options) {
+  auto op = std::make_shared<detail::Broadcast>(comm, buffer, count, root, options);
+  comm.start(op);
+  return Request(&comm, op);
+}
+
+void broadcast(Comm& comm, float* buffer, size_t count, int root,
+               const CollectiveOptions& options) {
+  ibroadcast(comm, buffer, count, root, options).wait();
+}
+
+}  // namespace octet

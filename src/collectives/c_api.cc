@@ -1,0 +1,230 @@
+// The C API (octet/octet_c.h): thin wrappers that never let an exception escape.
+#include <new>
+#include <string>
+
+#include "collectives/c_comm.h"
+
+namespace octet {
+namespace detail {
+namespace {
+
+thread_local std::string g_last_error;
+
+CollectiveOptions convert(const octet_options* o) {
+  CollectiveOptions c;
+  if (!o) return c;
+  c.codec.type = static_cast<DataType>(o->type);
+  c.codec.block_size = o->block_size;
+  c.codec.stochastic = o->stochastic != 0;
+  c.codec.seed = o->seed;
+  if (o->error_feedback_key) c.error_feedback_key = o->error_feedback_key;
+  c.min_bytes = o->min_bytes;
+  c.average = o->average != 0;
+  return c;
+}
+
+Comm& comm_of(octet_comm comm) {
+  if (!comm) throw Error(ErrorCode::kInvalidArgument, "null communicator");
+  return comm->comm;
+}
+
+// Starts a non-blocking operation and hands out its request.
+template <typename Start>
+octet_status start(octet_request* request, Start&& start_op) {
+  return guard([&] {
+    if (!request) throw Error(ErrorCode::kInvalidArgument, "null request pointer");
+    *request = nullptr;
+    auto r = new octet_request_s{start_op()};
+    *request = r;
+  });
+}
+
+}  // namespace
+
+octet_status guarded(void (*fn)(void*), void* context) {
+  try {
+    fn(context);
+    return OCTET_OK;
+  } catch (const Error& e) {
+    g_last_error = e.what();
+    return static_cast<octet_status>(e.code());
+  } catch (const std::bad_alloc&) {
+    g_last_error = "out of memory";
+    return OCTET_ERR_INTERNAL;
+  } catch (const std::exception& e) {
+    g_last_error = e.what();
+    return OCTET_ERR_INTERNAL;
+  } catch (...) {
+    g_last_error = "unknown exception";
+    return OCTET_ERR_INTERNAL;
+  }
+}
+
+octet_status wrap_comm(std::shared_ptr<Transport> transport, octet_comm* out) {
+  return guard([&] {
+    if (!out) throw Error(ErrorCode::kInvalidArgument, "null communicator pointer");
+    *out = new octet_comm_s(std::move(transport));
+  });
+}
+
+const char* last_error() {
+  return g_last_error.c_str();
+}
+
+}  // namespace detail
+}  // namespace octet
+
+using octet::detail::comm_of;
+using octet::detail::convert;
+using octet::detail::guard;
+
+extern "C" {
+
+void octet_options_init(octet_options* options) {
+  if (!options) return;
+  options->type = OCTET_TYPE_DYNAMIC;
+  options->block_size = 0;
+  options->stochastic = 0;
+  options->seed = 0;
+  options->error_feedback_key = nullptr;
+  options->min_bytes = 0;
+  options->average = 0;
+}
+
+octet_status octet_comm_free(octet_comm comm) {
+  return guard([&] { delete comm; });
+}
+
+octet_status octet_comm_rank(octet_comm comm, int* rank) {
+  return guard([&] {
+    if (!rank) throw octet::Error(octet::ErrorCode::kInvalidArgument, "null rank pointer");
+    *rank = comm_of(comm).rank();
+  });
+}
+
+octet_status octet_comm_size(octet_comm comm, int* size) {
+  return guard([&] {
+    if (!size) throw octet::Error(octet::ErrorCode::kInvalidArgument, "null size pointer");
+    *size = comm_of(comm).size();
+  });
+}
+
+octet_status octet_allreduce(octet_comm comm, const float* sendbuf, float* recvbuf, size_t count,
+                             const octet_options* options) {
+  return guard([&] { octet::allreduce(comm_of(comm), sendbuf, recvbuf, count, convert(options)); });
+}
+
+octet_status octet_reduce_scatter(octet_comm comm, const float* sendbuf, float* recvbuf,
+                                  size_t count, const octet_options* options) {
+  return guard(
+      [&] { octet::reduce_scatter(comm_of(comm), sendbuf, recvbuf, count, convert(options)); });
+}
+
+octet_status octet_allgather(octet_comm comm, const float* sendbuf, float* recvbuf, size_t count,
+                             const octet_options* options) {
+  return guard([&] { octet::allgather(comm_of(comm), sendbuf, recvbuf, count, convert(options)); });
+}
+
+octet_status octet_broadcast(octet_comm comm, float* buffer, size_t count, int root,
+                             const octet_options* options) {
+  return guard([&] { octet::broadcast(comm_of(comm), buffer, count, root, convert(options)); });
+}
+
+octet_status octet_send(octet_comm comm, const float* buffer, size_t count, int peer, int tag,
+                        const octet_options* options) {
+  return guard([&] { octet::send(comm_of(comm), buffer, count, peer, tag, convert(options)); });
+}
+
+octet_status octet_recv(octet_comm comm, float* buffer, size_t count, int peer, int tag,
+                        const octet_options* options) {
+  return guard([&] { octet::recv(comm_of(comm), buffer, count, peer, tag, convert(options)); });
+}
+
+octet_status octet_iallreduce(octet_comm comm, const float* sendbuf, float* recvbuf, size_t count,
+                              const octet_options* options, octet_request* request) {
+  return octet::detail::start(request, [&] {
+    return octet::iallreduce(comm_of(comm), sendbuf, recvbuf, count, convert(options));
+  });
+}
+
+octet_status octet_ireduce_scatter(octet_comm comm, const float* sendbuf, float* recvbuf,
+                                   size_t count, const octet_options* options,
+                                   octet_request* request) {
+  return octet::detail::start(request, [&] {
+    return octet::ireduce_scatter(comm_of(comm), sendbuf, recvbuf, count, convert(options));
+  });
+}
+
+octet_status octet_iallgather(octet_comm comm, const float* sendbuf, float* recvbuf, size_t count,
+                              const octet_options* options, octet_request* request) {
+  return octet::detail::start(request, [&] {
+    return octet::iallgather(comm_of(comm), sendbuf, recvbuf, count, convert(options));
+  });
+}
+
+octet_status octet_ibroadcast(octet_comm comm, float* buffer, size_t count, int root,
+                              const octet_options* options, octet_request* request) {
+  return octet::detail::start(request, [&] {
+    return octet::ibroadcast(comm_of(comm), buffer, count, root, convert(options));
+  });
+}
+
+octet_status octet_isend(octet_comm comm, const float* buffer, size_t count, int peer, int tag,
+                         const octet_options* options, octet_request* request) {
+  return octet::detail::start(request, [&] {
+    return octet::isend(comm_of(comm), buffer, count, peer, tag, convert(options));
+  });
+}
+
+octet_status octet_irecv(octet_comm comm, float* buffer, size_t count, int peer, int tag,
+                         const octet_options* options, octet_request* request) {
+  return octet::detail::start(request, [&] {
+    return octet::irecv(comm_of(comm), buffer, count, peer, tag, convert(options));
+  });
+}
+
+octet_status octet_wait(octet_request* request) {
+  if (!request) {
+    octet::detail::guard(
+        [] { throw octet::Error(octet::ErrorCode::kInvalidArgument, "null request pointer"); });
+    return OCTET_ERR_INVALID_ARGUMENT;
+  }
+  octet_request r = *request;
+  if (!r) return OCTET_OK;  // like MPI_REQUEST_NULL
+  *request = nullptr;
+  const octet_status s = guard([&] { r->request.wait(); });
+  delete r;
+  return s;
+}
+
+octet_status octet_test(octet_request* request, int* done) {
+  if (!request || !done) {
+    return guard([] {
+      throw octet::Error(octet::ErrorCode::kInvalidArgument, "null request or done pointer");
+    });
+  }
+  *done = 0;
+  octet_request r = *request;
+  if (!r) {
+    *done = 1;
+    return OCTET_OK;
+  }
+  bool finished = false;
+  const octet_status s = guard([&] { finished = r->request.test(); });
+  if (finished || s != OCTET_OK) {  // a failed test ends the operation too
+    *done = 1;
+    *request = nullptr;
+    delete r;
+  }
+  return s;
+}
+
+const char* octet_status_string(octet_status status) {
+  return octet::error_code_name(static_cast<octet::ErrorCode>(status));
+}
+
+const char* octet_last_error_message(void) {
+  return octet::detail::last_error();
+}
+
+}  // extern "C"

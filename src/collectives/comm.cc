@@ -1,0 +1,111 @@
+// Comm (tags, point-to-point ordering, progress of pending operations) and Request.
+#include <utility>
+
+#include "collectives/operation.h"
+
+namespace octet {
+
+Comm::Comm(std::shared_ptr<Transport> transport) : transport_(std::move(transport)) {
+  if (!transport_) throw Error(ErrorCode::kInvalidArgument, "null transport");
+}
+
+Comm::~Comm() = default;
+
+// The tag space is split in halves: point-to-point below, collectives above.
+int Comm::max_user_tag() const {
+  const int half = transport_->max_tag() / 2 + 1;
+  return half / 2 - 1;
+}
+
+int Comm::collective_tag_base() {
+  const int half = transport_->max_tag() / 2 + 1;
+  const uint64_t slots = static_cast<uint64_t>(half / 4);
+  return half + static_cast<int>(collectives_++ % slots) * 4;
+}
+
+int Comm::p2p_tag(int user_tag, bool ack) const {
+  return 2 * user_tag + (ack ? 1 : 0);
+}
+
+uint64_t Comm::p2p_ticket(int peer, int tag, bool sending) {
+  return turns_[std::make_tuple(peer, tag, sending)].issued++;
+}
+
+bool Comm::p2p_turn(int peer, int tag, bool sending, uint64_t ticket) const {
+  auto it = turns_.find(std::make_tuple(peer, tag, sending));
+  return it != turns_.end() && it->second.served == ticket;
+}
+
+void Comm::p2p_done(int peer, int tag, bool sending) {
+  ++turns_[std::make_tuple(peer, tag, sending)].served;
+}
+
+void Comm::start(const std::shared_ptr<detail::Operation>& op) {
+  active_.push_back(op);
+  progress();
+}
+
+void Comm::progress() {
+  for (auto it = active_.begin(); it != active_.end();) {
+    auto op = *it;  // keep it alive while it runs
+    if (op->step())
+      it = active_.erase(it);
+    else
+      ++it;
+  }
+}
+
+void Comm::complete(detail::Operation& op) {
+  while (!op.done()) {
+    progress();
+    if (op.done() || active_.empty()) break;
+    active_.front()->block_once();  // the oldest operation never waits on a younger one
+  }
+}
+
+Request::Request(Comm* comm, std::shared_ptr<detail::Operation> op)
+    : comm_(comm), op_(std::move(op)) {}
+
+Request::Request(Request&& o) noexcept : comm_(o.comm_), op_(std::move(o.op_)) {}
+
+Request& Request::operator=(Request&& o) noexcept {
+  if (this != &o) {
+    if (op_) {
+      try {
+        comm_->complete(*op_);
+      } catch (...) {
+      }
+    }
+    comm_ = o.comm_;
+    op_ = std::move(o.op_);
+  }
+  return *this;
+}
+
+Request::~Request() {
+  if (!op_) return;
+  try {
+    comm_->complete(*op_);
+  } catch (...) {
+  }
+}
+
+bool Request::test() {
+  if (!op_) throw Error(ErrorCode::kInvalidArgument, "test() on an invalid request");
+  comm_->progress();
+  if (!op_->done()) return false;
+  auto error = op_->error();
+  op_.reset();
+  if (error) std::rethrow_exception(error);
+  return true;
+}
+
+void Request::wait() {
+  if (!op_) throw Error(ErrorCode::kInvalidArgument, "wait() on an invalid request");
+  comm_->complete(*op_);
+  auto error = op_->error();
+  op_.reset();
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace octet

@@ -1,0 +1,171 @@
+// Point-to-point transfer of a compressed tensor. The sender first sends its descriptor, the
+// receiver answers with its own; both judge the pair the same way, so a disagreement fails both
+// sides with kMismatch before any data moves. Then the chunks are encoded and sent one by one
+// (pipelined). Transfers with the same peer and tag run one after the other, in call order.
+#include <string>
+#include <vector>
+
+#include "collectives/handshake.h"
+#include "collectives/operation.h"
+
+namespace octet {
+namespace detail {
+namespace {
+
+struct P2PUnit : Unit {
+  std::vector<uint8_t> part;
+  size_t bytes = 0;
+};
+
+class PointToPoint : public Pipeline {
+ public:
+  PointToPoint(Comm& comm, float* buffer, size_t count, int peer, int user_tag,
+               const CollectiveOptions& o, bool sending)
+      : Pipeline(comm, 0, 2, o.window),
+        buffer_(buffer),
+        count_(count),
+        peer_(peer),
+        sending_(sending) {
+    if (peer < 0 || peer >= comm.size())
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          "peer " + std::to_string(peer) + " outside a group of " + std::to_string(comm.size()));
+    if (user_tag < 0 || user_tag > comm.max_user_tag())
+      throw Error(ErrorCode::kInvalidArgument, "tag " + std::to_string(user_tag) + " outside [0, " +
+                                                   std::to_string(comm.max_user_tag()) + "]");
+    tag_ = comm.p2p_tag(user_tag, false);
+    ack_tag_ = comm.p2p_tag(user_tag, true);
+    uint8_t signs = 0;
+    try {
+      wire_ = std::make_unique<Wire>(comm, o, count * sizeof(float));
+      local_error_ = buffer || count == 0 ? "" : "null buffer with a non-zero count";
+      if (local_error_.empty() && sending)
+        local_error_ = check_input(buffer, count, *wire_, &signs);
+    } catch (const Error& e) {
+      local_error_ = e.what();
+    }
+    mine_ = make_descriptor(OpKind::kSendRecv, count, -1,
+                            local_error_.empty() ? wire_.get() : nullptr, o, local_error_);
+    if (local_error_.empty()) set_units(chunks_in(count, wire_->chunk_elements()));
+    ticket_ = comm.p2p_ticket(peer, tag_, sending);
+  }
+
+ private:
+  bool prologue() override {
+    if (!turn_) {
+      if (!comm_.p2p_turn(peer_, tag_, sending_, ticket_)) return false;
+      turn_ = true;
+      post_descriptors();
+    }
+    if (!gate_open(pending_)) return false;
+    if (!judged_) {
+      judged_ = true;
+      if (!sending_) {  // answer first, so that the sender reaches the same verdict
+        auto ack = std::make_shared<DescriptorBytes>(mine_.pack());
+        pending_.push_back(comm_.transport().isend(ack->data(), ack->size(), peer_, ack_tag_, ack));
+      }
+      judge(Descriptor::unpack(*theirs_));
+    }
+    return gate_open(pending_);
+  }
+  void block_prologue() override {
+    for (auto& r : pending_)
+      if (r) {
+        r->wait();
+        r.reset();
+        return;
+      }
+  }
+
+  void post_descriptors() {
+    Transport& t = comm_.transport();
+    theirs_ = std::make_shared<DescriptorBytes>();
+    if (sending_) {
+      auto desc = std::make_shared<DescriptorBytes>(mine_.pack());
+      pending_.push_back(t.irecv(theirs_->data(), theirs_->size(), peer_, ack_tag_));
+      pending_.push_back(t.isend(desc->data(), desc->size(), peer_, tag_, desc));
+    } else {
+      pending_.push_back(t.irecv(theirs_->data(), theirs_->size(), peer_, tag_));
+    }
+  }
+
+  void judge(const Descriptor& other) const {
+    const std::string who = "rank " + std::to_string(peer_);
+    if (!local_error_.empty()) throw Error(ErrorCode::kInvalidArgument, local_error_);
+    if (other.error)
+      throw Error(ErrorCode::kInvalidArgument,
+                  who + " rejected its arguments for this transfer (its own error says why)");
+    if (!other.agrees(mine_))
+      throw Error(ErrorCode::kMismatch, std::string(sending_ ? "send: " : "recv: ") + who +
+                                            " called " + other.text() + ", this rank " +
+                                            mine_.text());
+  }
+
+  std::unique_ptr<Unit> make_unit(size_t) override { return std::make_unique<P2PUnit>(); }
+
+  void run_stage(Unit& base, size_t k, int stage) override {
+    auto& u = static_cast<P2PUnit&>(base);
+    const Span c = chunk_of({0, count_}, wire_->chunk_elements(), k);
+    if (sending_) {
+      if (stage != 0) return;
+      Bytes b = wire_->encode(
+          buffer_ + c.begin, c.size, c.begin, 1,
+          "p2p/" + std::to_string(peer_) + "/" + std::to_string(tag_) + "/" + std::to_string(k));
+      u.await(2, comm_.transport().isend(b->data(), b->size(), peer_, tag_, b));
+    } else if (stage == 0) {
+      u.part.resize(wire_->capacity(c.size));
+      u.await(1, sized_recv(comm_.transport(), u.part, u.bytes, peer_, tag_));
+    } else {
+      wire_->decode(u.part, u.bytes, buffer_ + c.begin, c.size, false, peer_);
+    }
+  }
+
+  void finished() override {
+    if (turn_) comm_.p2p_done(peer_, tag_, sending_);
+  }
+
+  float* buffer_;
+  size_t count_;
+  int peer_, tag_ = 0, ack_tag_ = 0;
+  bool sending_;
+  std::unique_ptr<Wire> wire_;
+  std::string local_error_;
+  Descriptor mine_;
+  std::shared_ptr<DescriptorBytes> theirs_;
+  std::vector<TransportRequestPtr> pending_;
+  uint64_t ticket_ = 0;
+  bool turn_ = false, judged_ = false;
+};
+
+Request start(Comm& comm, float* buffer, size_t count, int peer, int tag,
+              const CollectiveOptions& options, bool sending) {
+  auto op = std::make_shared<PointToPoint>(comm, buffer, count, peer, tag, options, sending);
+  comm.start(op);
+  return Request(&comm, op);
+}
+
+}  // namespace
+}  // namespace detail
+
+Request isend(Comm& comm, const float* buffer, size_t count, int peer, int tag,
+              const CollectiveOptions& options) {
+  // The sender never writes to its buffer.
+  return detail::start(comm, const_cast<float*>(buffer), count, peer, tag, options, true);
+}
+
+void send(Comm& comm, const float* buffer, size_t count, int peer, int tag,
+          const CollectiveOptions& options) {
+  isend(comm, buffer, count, peer, tag, options).wait();
+}
+
+Request irecv(Comm& comm, float* buffer, size_t count, int peer, int tag,
+              const CollectiveOptions& options) {
+  return detail::start(comm, buffer, count, peer, tag, options, false);
+}
+
+void recv(Comm& comm, float* buffer, size_t count, int peer, int tag,
+          const CollectiveOptions& options) {
+  irecv(comm, buffer, count, peer, tag, options).wait();
+}
+
+}  // namespace octet

@@ -1,0 +1,123 @@
+// Chunk encoding for the algorithms: codec payloads (with optional error feedback and a
+// per-encoder stochastic stream) or raw fp32 for small calls.
+#include "collectives/wire.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace octet {
+namespace detail {
+namespace {
+
+uint64_t mix(uint64_t x) {  // splitmix64 finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+class SizedRecv : public TransportRequest {
+ public:
+  SizedRecv(TransportRequestPtr inner, size_t& bytes) : inner_(std::move(inner)), bytes_(bytes) {}
+  bool test() override {
+    if (!inner_->test()) return false;
+    bytes_ = inner_->bytes();
+    return true;
+  }
+  void wait() override {
+    inner_->wait();
+    bytes_ = inner_->bytes();
+  }
+  size_t bytes() const override { return inner_->bytes(); }
+
+ private:
+  TransportRequestPtr inner_;
+  size_t& bytes_;
+};
+
+}  // namespace
+
+TransportRequestPtr sized_recv(Transport& t, std::vector<uint8_t>& buf, size_t& bytes, int peer,
+                               int tag) {
+  return std::make_unique<SizedRecv>(t.irecv(buf.data(), buf.size(), peer, tag), bytes);
+}
+
+Wire::Wire(Comm& comm, const CollectiveOptions& o, size_t fp32_bytes)
+    : comm_(comm),
+      codec_(o.codec),
+      feedback_key_(o.error_feedback_key),
+      compressed_(fp32_bytes >= o.min_bytes) {
+  if (o.window < 1) throw Error(ErrorCode::kInvalidArgument, "window must be at least 1");
+  if (o.threads < 0) throw Error(ErrorCode::kInvalidArgument, "threads must be >= 0");
+  codec_.threads = o.threads;
+  block_ = validate_options(codec_);
+  // One MPI message stays far below 2 GiB; at least one block per chunk.
+  const size_t cap = size_t{1} << 28;
+  const size_t want = std::min(std::max<size_t>(o.chunk_bytes / 4, 1), cap);
+  const size_t a = align();
+  chunk_ = std::max<size_t>(a, want / a * a);
+}
+
+size_t Wire::capacity(size_t n) const {
+  return compressed_ ? max_encoded_size(n, codec_) : n * sizeof(float);
+}
+
+Bytes Wire::encode(const float* x, size_t n, uint64_t first, uint64_t salt,
+                   const std::string& slot) const {
+  auto out = std::make_shared<std::vector<uint8_t>>(capacity(n));
+  if (!compressed_) {
+    if (n) std::memcpy(out->data(), x, n * sizeof(float));
+    return out;
+  }
+  CodecOptions o = codec_;
+  o.seed = mix(codec_.seed ^ mix(salt));
+  o.index_offset = codec_.index_offset + first;
+  size_t bytes;
+  if (feedback_key_.empty())
+    bytes = octet::encode(x, n, o, out->data(), out->size());
+  else
+    bytes = comm_.error_feedback().encode(feedback_key_ + "|" + slot, x, n, o, out->data(),
+                                          out->size());
+  out->resize(bytes);
+  comm_.transport().poll();  // keep earlier chunks moving while we compute
+  return out;
+}
+
+void Wire::decode(const std::vector<uint8_t>& message, size_t bytes, float* out, size_t n,
+                  bool accumulate, int from) const {
+  if (compressed_) {
+    try {
+      octet::decode(message.data(), bytes, out, n,
+                    accumulate ? DecodeMode::kAccumulate : DecodeMode::kOverwrite, codec_.threads);
+    } catch (const Error& e) {
+      throw Error(e.code(), "data from rank " + std::to_string(from) + ": " + e.what());
+    }
+    return;
+  }
+  if (bytes != n * sizeof(float))
+    throw Error(ErrorCode::kMismatch, "rank " + std::to_string(from) + " sent " +
+                                          std::to_string(bytes) + " bytes, expected " +
+                                          std::to_string(n * sizeof(float)));
+  if (!accumulate) {
+    if (n) std::memcpy(out, message.data(), bytes);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    float v;
+    std::memcpy(&v, message.data() + i * sizeof(float), sizeof v);
+    out[i] += v;
+  }
+}
+
+std::string check_input(const float* x, size_t n, const Wire& wire, uint8_t* signs) {
+  *signs = 0;
+  if (!wire.compressed() || wire.codec().type != DataType::kDynamicUnsigned) return "";
+  uint8_t s = 0;
+  for (size_t i = 0; i < n && s != 3; ++i) s |= (x[i] > 0.0f ? 1 : 0) | (x[i] < 0.0f ? 2 : 0);
+  *signs = s;
+  if (s == 3) return "dynamic_unsigned needs data of one sign (all >= 0 or all <= 0) on each rank";
+  return "";
+}
+
+}  // namespace detail
+}  // namespace octet

@@ -1,0 +1,71 @@
+// How a chunk of fp32 values travels: a codec payload, or raw fp32 bytes for calls below
+// min_bytes. Also the chunk layout helpers shared by the algorithms.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "octet/collectives.h"
+
+namespace octet {
+namespace detail {
+
+using Bytes = std::shared_ptr<std::vector<uint8_t>>;
+
+struct Span {
+  size_t begin = 0, size = 0;
+};
+
+inline size_t chunks_in(size_t n, size_t chunk) {
+  return (n + chunk - 1) / chunk;
+}
+
+// Chunk k of a segment; empty past its end.
+inline Span chunk_of(Span segment, size_t chunk, size_t k) {
+  const size_t b = k * chunk;
+  if (b >= segment.size) return {segment.begin + segment.size, 0};
+  return {segment.begin + b, std::min(chunk, segment.size - b)};
+}
+
+class Wire {
+ public:
+  // Throws kInvalidArgument for bad options.
+  Wire(Comm& comm, const CollectiveOptions& options, size_t fp32_bytes);
+
+  bool compressed() const { return compressed_; }
+  const CodecOptions& codec() const { return codec_; }
+  uint32_t block() const { return block_; }
+  uint32_t align() const { return compressed_ ? block_ : 1; }  // chunk boundaries are multiples
+  size_t chunk_elements() const { return chunk_; }
+  size_t capacity(size_t n) const;  // largest message for n elements
+
+  // Encodes x[0, n), elements [first, first + n) of the tensor (stochastic stream). `salt` makes
+  // each encoder's random stream distinct; `slot` names the error-feedback residual.
+  Bytes encode(const float* x, size_t n, uint64_t first, uint64_t salt,
+               const std::string& slot) const;
+  // Decodes a message from rank `from` into out[0, n) (+= when accumulate).
+  void decode(const std::vector<uint8_t>& message, size_t bytes, float* out, size_t n,
+              bool accumulate, int from) const;
+
+ private:
+  Comm& comm_;
+  CodecOptions codec_;
+  std::string feedback_key_;
+  bool compressed_;
+  uint32_t block_ = 1;
+  size_t chunk_ = 1;
+};
+
+// Receives into buf (at most buf.size() bytes); the size lands in `bytes` on completion.
+TransportRequestPtr sized_recv(Transport& t, std::vector<uint8_t>& buf, size_t& bytes, int peer,
+                               int tag);
+
+// "" when x[0, n) can be sent with these options, else why not (dynamic_unsigned needs
+// single-signed data). Also reports the signs seen (bit 0: > 0, bit 1: < 0).
+std::string check_input(const float* x, size_t n, const Wire& wire, uint8_t* signs);
+
+}  // namespace detail
+}  // namespace octet

@@ -1,0 +1,204 @@
+// The collectives over the MPI transport, run by mpirun from CTest with 2, 3 and 4 ranks and the
+// ob1/tcp and UCX PMLs. Checks against the exact sum within the bound derived from
+// bound_fraction, bit-identity across ranks (allgathered hashes), mismatches, the C API.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "octet/collectives.h"
+#include "octet/octet_mpi.h"
+#include "octet/transport_mpi.h"
+#include "tests/collectives/check.h"
+
+namespace octet {
+namespace {
+
+using collcheck::input;
+
+int world_rank() {
+  int r;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int world_size() {
+  int s;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+// True when every rank's buffer hashes the same.
+bool identical_everywhere(const std::vector<float>& v) {
+  const uint64_t h = collcheck::hash_bytes(v.data(), v.size() * sizeof(float));
+  std::vector<uint64_t> all(world_size());
+  MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
+  for (uint64_t x : all)
+    if (x != h) return false;
+  return true;
+}
+
+std::vector<std::vector<float>> all_inputs(size_t n, uint64_t seed) {
+  std::vector<std::vector<float>> in;
+  for (int r = 0; r < world_size(); ++r) in.push_back(input(r, n, seed));
+  return in;
+}
+
+class Mpi : public ::testing::Test {
+ protected:
+  Comm comm{make_mpi_transport(MPI_COMM_WORLD)};
+};
+
+TEST_F(Mpi, AllreduceWithinBoundAndBitIdentical) {
+  const int p = comm.size();
+  for (size_t n : {size_t{0}, size_t{1}, size_t{2053}, size_t{300007}}) {
+    for (bool small : {false, true}) {
+      CollectiveOptions o;
+      if (small) {
+        o.codec.block_size = 256;
+        o.chunk_bytes = 4096;
+      }
+      const auto inputs = all_inputs(n, n + 1);
+      std::vector<float> y(n);
+      allreduce(comm, inputs[comm.rank()].data(), y.data(), n, o);
+      const uint32_t block = small ? 256 : 2048;
+      const auto bound = collcheck::sum_bound(inputs, std::vector<bool>(p, p > 1), p > 1,
+                                              bound_fraction(DataType::kDynamic), block);
+      EXPECT_EQ(collcheck::count_wrong(y.data(), collcheck::exact_sum(inputs), bound), 0u)
+          << "n=" << n;
+      EXPECT_TRUE(identical_everywhere(y)) << "n=" << n;
+    }
+  }
+}
+
+TEST_F(Mpi, AllreduceAverageInPlaceUncompressedBelowMinBytes) {
+  const int p = comm.size();
+  const size_t n = 999;
+  const auto inputs = all_inputs(n, 3);
+  std::vector<float> y = inputs[comm.rank()];
+  CollectiveOptions o;
+  o.average = true;
+  o.min_bytes = 1 << 20;
+  allreduce(comm, y.data(), y.data(), n, o);
+  for (size_t i = 0; i < n; ++i) {
+    float s = 0.0f;
+    for (int r = 0; r < p; ++r) s += inputs[r][i];
+    ASSERT_EQ(y[i], s / static_cast<float>(p)) << i;
+  }
+}
+
+TEST_F(Mpi, ReduceScatterAllgatherBroadcast) {
+  const int p = comm.size(), me = comm.rank();
+  const size_t n = 4099;
+  const double bf = bound_fraction(DataType::kDynamic);
+  const auto inputs = all_inputs(n * p, 4);
+  std::vector<float> part(n);
+  reduce_scatter(comm, inputs[me].data(), part.data(), n);
+  std::vector<std::vector<float>> seg;
+  std::vector<bool> quantized;
+  for (int j = 0; j < p; ++j) {
+    seg.emplace_back(inputs[j].begin() + n * me, inputs[j].begin() + n * (me + 1));
+    quantized.push_back(j != me);
+  }
+  EXPECT_EQ(collcheck::count_wrong(part.data(), collcheck::exact_sum(inputs),
+                                   collcheck::sum_bound(seg, quantized, false, bf, 2048), n * me),
+            0u);
+
+  std::vector<float> all(n * p);
+  allgather(comm, inputs[me].data(), all.data(), n);
+  EXPECT_TRUE(identical_everywhere(all));
+  for (int j = 0; j < p; ++j) {
+    const auto m =
+        collcheck::window_max(std::vector<float>(inputs[j].begin(), inputs[j].begin() + n), 2048);
+    for (size_t i = 0; i < n; ++i) ASSERT_LE(std::fabs(all[n * j + i] - inputs[j][i]), bf * m[i]);
+  }
+
+  std::vector<float> b = me == p - 1 ? inputs[me] : std::vector<float>(n * p);
+  broadcast(comm, b.data(), n * p, p - 1);
+  EXPECT_TRUE(identical_everywhere(b));
+  const auto m = collcheck::window_max(inputs[p - 1], 2048);
+  for (size_t i = 0; i < n * p; ++i) ASSERT_LE(std::fabs(b[i] - inputs[p - 1][i]), bf * m[i]);
+}
+
+TEST_F(Mpi, SendRecvRingNonBlocking) {
+  const int p = comm.size(), me = comm.rank();
+  const size_t n = 100000;
+  CollectiveOptions o;
+  o.chunk_bytes = 64 * 1024;
+  const std::vector<float> x = input(me, n, 5);
+  std::vector<float> y(n);
+  Request r = irecv(comm, y.data(), n, (me + p - 1) % p, 3, o);
+  Request s = isend(comm, x.data(), n, (me + 1) % p, 3, o);
+  r.wait();
+  s.wait();
+  const std::vector<float> want = input((me + p - 1) % p, n, 5);
+  const auto m = collcheck::window_max(want, 2048);
+  for (size_t i = 0; i < n; ++i)
+    ASSERT_LE(std::fabs(y[i] - want[i]), bound_fraction(DataType::kDynamic) * m[i]);
+}
+
+TEST_F(Mpi, MismatchedCountsFailEverywhereAndTheCommStaysUsable) {
+  const size_t n = comm.rank() == 1 ? 1000 : 1001;
+  std::vector<float> x(1001, 1.0f);
+  try {
+    allreduce(comm, x.data(), x.data(), n);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kMismatch) << e.what();
+  }
+  std::vector<float> y(10, 1.0f);
+  allreduce(comm, y.data(), y.data(), 10);
+  EXPECT_NEAR(y[0], comm.size(), 0.05);
+}
+
+TEST_F(Mpi, CApi) {
+  octet_comm c = nullptr;
+  ASSERT_EQ(octet_comm_from_mpi(MPI_COMM_WORLD, &c), OCTET_OK);
+  int rank = -1, size = 0;
+  octet_comm_rank(c, &rank);
+  octet_comm_size(c, &size);
+  EXPECT_EQ(rank, world_rank());
+  EXPECT_EQ(size, world_size());
+  const size_t n = 5000;
+  std::vector<float> x = input(rank, n, 6), y(n), z(n);
+  octet_options o;
+  octet_options_init(&o);
+  EXPECT_EQ(octet_allreduce(c, x.data(), y.data(), n, &o), OCTET_OK);
+  octet_request req = nullptr;
+  ASSERT_EQ(octet_iallreduce(c, x.data(), z.data(), n, &o, &req), OCTET_OK);
+  EXPECT_EQ(octet_wait(&req), OCTET_OK);
+  EXPECT_EQ(req, nullptr);
+  EXPECT_EQ(y, z);
+  EXPECT_TRUE(identical_everywhere(y));
+  const size_t bad = rank == 0 ? n - 1 : n;
+  EXPECT_EQ(octet_allreduce(c, x.data(), y.data(), bad, &o), OCTET_ERR_MISMATCH)
+      << octet_last_error_message();
+  EXPECT_EQ(octet_comm_free(c), OCTET_OK);
+}
+
+// Other ranks print only their failures, with their rank.
+class FailurePrinter : public ::testing::EmptyTestEventListener {
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (r.failed())
+      std::fprintf(stderr, "rank %d: %s:%d: %s\n", world_rank(), r.file_name() ? r.file_name() : "",
+                   r.line_number(), r.summary());
+  }
+};
+
+}  // namespace
+}  // namespace octet
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  ::testing::InitGoogleTest(&argc, argv);
+  if (octet::world_rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new octet::FailurePrinter);
+  }
+  int failed = RUN_ALL_TESTS() != 0 ? 1 : 0, any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return any;
+}
