@@ -1,0 +1,243 @@
+// The step-time model: data-parallel layers allreduce their gradients during the backward pass;
+// model-parallel layers gather each sub-batch's activations while the previous sub-batch computes.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "octet/error.h"
+#include "octet/predictor.h"
+#include "predictor/internal.h"
+
+namespace octet {
+namespace predictor {
+
+void fail(const std::string& what, const std::string& why) {
+  throw Error(ErrorCode::kInvalidArgument, what + ": " + why);
+}
+
+int resolved_gpus(const Scenario& s) {
+  return s.gpus > 0 ? s.gpus : s.cluster.gpus_per_node * s.cluster.nodes;
+}
+
+namespace {
+
+void validate_link(const Link& link, const std::string& what) {
+  if (!link.table.empty()) {
+    double last = 0;
+    for (const auto& p : link.table) {
+      if (!(p.bytes > last)) fail(what + ".table", "sizes must be positive and ascending");
+      if (!(p.seconds > 0) || !std::isfinite(p.seconds)) fail(what + ".table", "times must be > 0");
+      last = p.bytes;
+    }
+    return;
+  }
+  if (!(link.bandwidth_Bps > 0) || !std::isfinite(link.bandwidth_Bps))
+    fail(what + ".bandwidth", "must be positive and finite");
+  if (!(link.latency_s >= 0) || !std::isfinite(link.latency_s))
+    fail(what + ".latency", "must be >= 0 and finite");
+}
+
+void validate_nonneg(double v, const std::string& what) {
+  if (!(v >= 0) || !std::isfinite(v)) fail(what, "must be >= 0 and finite");
+}
+
+void validate_workload(const Workload& w) {
+  if (w.layers.empty()) fail("workload.layers", "at least one layer is needed");
+  if (w.batch <= 0) fail("workload.batch", "must be a positive integer");
+  if (w.sub_batch < 0) fail("workload.sub_batch", "must be positive");
+  if (!(w.model_parallel_efficiency > 0 && w.model_parallel_efficiency <= 1))
+    fail("workload.model_parallel_efficiency", "must be in (0, 1]");
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    const Layer& l = w.layers[i];
+    const std::string at = "workload.layers[" + std::to_string(i) + "]";
+    validate_nonneg(l.params, at + ".params");
+    validate_nonneg(l.activations, at + ".activations");
+    validate_nonneg(l.forward_s, at + ".forward");
+    validate_nonneg(l.backward_s, at + ".backward");
+    validate_nonneg(l.update_s, at + ".update");
+    if (l.parallel == Parallelism::kModel && i == 0)
+      fail(at + ".parallel", "a model-parallel layer needs a layer before it (its input)");
+  }
+}
+
+}  // namespace
+
+void validate(const Scenario& s) {
+  validate_workload(s.workload);
+  if (s.cluster.gpus_per_node <= 0) fail("cluster.gpus_per_node", "must be a positive integer");
+  if (s.cluster.nodes <= 0) fail("cluster.nodes", "must be a positive integer");
+  validate_link(s.cluster.intra, "cluster.intra");
+  if (s.cluster.nodes > 1) validate_link(s.cluster.inter, "cluster.inter");
+  if (s.gpus < 0) fail("gpus", "must be positive");
+  if (s.gpus > s.cluster.gpus_per_node * s.cluster.nodes)
+    fail("gpus", std::to_string(s.gpus) + " is more than the cluster's " +
+                     std::to_string(s.cluster.gpus_per_node * s.cluster.nodes));
+  if (!(s.codec.encode_Bps > 0) || !std::isfinite(s.codec.encode_Bps))
+    fail("codec.encode", "throughput must be positive and finite");
+  if (!(s.codec.decode_Bps > 0) || !std::isfinite(s.codec.decode_Bps))
+    fail("codec.decode", "throughput must be positive and finite");
+  if (!(s.codec.call_overhead_s >= 0) || !std::isfinite(s.codec.call_overhead_s))
+    fail("codec.overhead", "must be >= 0 and finite");
+  CodecOptions o;
+  o.type = s.codec.type;
+  o.block_size = s.codec.block_size;
+  validate_options(o);
+}
+
+namespace {
+
+struct Tally {
+  double compute = 0, comm = 0, exposed = 0, codec = 0;
+};
+
+// The model-parallel stage: K sub-batches; each layer's input is gathered to every GPU while the
+// previous sub-batch computes, forward and backward. The first of each direction hides under
+// nothing.
+void model_parallel_stage(const Scenario& s, int gpus, const CodecCost* codec, Tally& t) {
+  const Workload& w = s.workload;
+  const int sub = w.sub_batch > 0 ? w.sub_batch : w.batch;
+  const double k = std::ceil(double(gpus) * w.batch / sub);
+  const double share = double(sub) / w.batch / gpus / w.model_parallel_efficiency;
+  const Link& link = bottleneck(s.cluster, gpus);
+  for (size_t i = 1; i < w.layers.size(); ++i) {
+    const Layer& l = w.layers[i];
+    if (l.parallel != Parallelism::kModel) continue;
+    const double bytes = w.layers[i - 1].activations * sub * 4.0;
+    const double c = collective_time(Collective::kAllgather, bytes, gpus, link, codec);
+    const double fwd = l.forward_s * share, bwd = (l.backward_s + l.update_s) * share;
+    t.compute += k * (fwd + bwd);
+    t.comm += 2 * k * c;
+    if (codec)
+      t.codec += 2 * k * collective_codec_time(Collective::kAllgather, bytes, gpus, *codec);
+    t.exposed +=
+        w.overlap ? 2 * c + (k - 1) * (exposed_time(c, fwd) + exposed_time(c, bwd)) : 2 * k * c;
+  }
+}
+
+// Data-parallel layers: forward, then backward from the last layer; each gradient's allreduce
+// starts when it is ready and the link is free, so it hides under the layers still computing.
+void data_parallel_layers(const Scenario& s, int gpus, const CodecCost* codec, Tally& t) {
+  const Workload& w = s.workload;
+  const Link& link = bottleneck(s.cluster, gpus);
+  double ready = 0, link_free = 0, serial = 0;
+  for (auto it = w.layers.rbegin(); it != w.layers.rend(); ++it) {
+    if (it->parallel != Parallelism::kData) continue;
+    t.compute += it->forward_s;
+    ready += it->backward_s + it->update_s;
+    const double bytes = it->params * 4.0;
+    const double c = collective_time(Collective::kAllreduce, bytes, gpus, link, codec);
+    if (codec) t.codec += collective_codec_time(Collective::kAllreduce, bytes, gpus, *codec);
+    t.comm += c;
+    serial += c;
+    link_free = std::max(ready, link_free) + c;
+  }
+  t.compute += ready;
+  t.exposed += w.overlap ? std::max(0.0, link_free - ready) : serial;
+}
+
+double single_gpu_step(const Workload& w) {
+  double t = 0;
+  for (const Layer& l : w.layers) t += l.forward_s + l.backward_s + l.update_s;
+  return t;
+}
+
+}  // namespace
+
+StepTime step_time(const Scenario& s, bool compressed) {
+  validate(s);
+  const int gpus = resolved_gpus(s);
+  const CodecCost* codec = compressed ? &s.codec : nullptr;
+  Tally t;
+  data_parallel_layers(s, gpus, codec, t);
+  model_parallel_stage(s, gpus, codec, t);
+  StepTime out;
+  out.step_s = t.compute + t.exposed;
+  out.comm_s = t.comm;
+  out.exposed_s = t.exposed;
+  out.codec_s = t.codec;
+  out.speedup = gpus * single_gpu_step(s.workload) / out.step_s;
+  return out;
+}
+
+namespace {
+
+Scenario with_bottleneck_bandwidth(Scenario s, double bw) {
+  const int gpus = resolved_gpus(s);
+  Link& link = gpus > s.cluster.gpus_per_node ? s.cluster.inter : s.cluster.intra;
+  link = with_bandwidth(link, bw);
+  return s;
+}
+
+// f(bw) = compressed - fp32 step time grows with bandwidth: bisect its sign change on a log scale.
+double break_even(const Scenario& s) {
+  auto gain = [&](double bw) {
+    const Scenario t = with_bottleneck_bandwidth(s, bw);
+    return step_time(t, false).step_s - step_time(t, true).step_s;
+  };
+  double lo = 1e3, hi = 1e15;
+  if (gain(hi) > 0) return std::numeric_limits<double>::infinity();
+  if (gain(lo) <= 0) return 0.0;
+  for (int i = 0; i < 100 && hi / lo > 1.0 + 1e-9; ++i) {
+    const double mid = std::sqrt(lo * hi);
+    (gain(mid) > 0 ? lo : hi) = mid;
+  }
+  return std::sqrt(lo * hi);
+}
+
+}  // namespace
+
+Prediction predict(const Scenario& s) {
+  Prediction p;
+  p.gpus = resolved_gpus(s);
+  p.single_gpu_step_s = single_gpu_step(s.workload);
+  p.fp32 = step_time(s, false);
+  p.int8 = step_time(s, true);
+  p.break_even_Bps = break_even(s);
+  return p;
+}
+
+SweepVariable parse_sweep_variable(const std::string& name) {
+  if (name == "gpus") return SweepVariable::kGpus;
+  if (name == "sub-batch" || name == "sub_batch") return SweepVariable::kSubBatch;
+  if (name == "bandwidth") return SweepVariable::kBandwidth;
+  if (name == "message" || name == "message-size") return SweepVariable::kMessageSize;
+  fail("sweep", "unknown variable '" + name + "' (expected gpus, sub-batch, bandwidth, message)");
+}
+
+std::vector<SweepPoint> sweep(const Scenario& base, SweepVariable variable,
+                              const std::vector<double>& values) {
+  std::vector<SweepPoint> out;
+  for (double v : values) {
+    if (!(v > 0) || !std::isfinite(v)) fail("sweep", "values must be positive");
+    Scenario s = base;
+    SweepPoint p;
+    p.x = v;
+    if (variable == SweepVariable::kMessageSize) {
+      const int gpus = resolved_gpus(s);
+      const Link& link = bottleneck(s.cluster, gpus);
+      const double t32 = collective_time(Collective::kAllreduce, v, gpus, link, nullptr);
+      const double t8 = collective_time(Collective::kAllreduce, v, gpus, link, &s.codec);
+      p.fp32 = t32 > 0 ? v / t32 / 1e9 : 0;
+      p.int8 = t8 > 0 ? v / t8 / 1e9 : 0;
+      out.push_back(p);
+      continue;
+    }
+    if (variable == SweepVariable::kGpus) {
+      s.gpus = static_cast<int>(v);
+      s.cluster.nodes = std::max(s.cluster.nodes,
+                                 (s.gpus + s.cluster.gpus_per_node - 1) / s.cluster.gpus_per_node);
+    } else if (variable == SweepVariable::kSubBatch) {
+      s.workload.sub_batch = static_cast<int>(v);
+    } else {
+      s = with_bottleneck_bandwidth(s, v);
+    }
+    p.fp32 = step_time(s, false).speedup;
+    p.int8 = step_time(s, true).speedup;
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace predictor
+}  // namespace octet

@@ -1,0 +1,64 @@
+// Quantities with units in configuration files: "6 GB/s", "1.5 us", "64 KiB".
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "octet/predictor.h"
+#include "predictor/internal.h"
+
+namespace octet {
+namespace predictor {
+namespace {
+
+using UnitTable = std::vector<std::pair<const char*, double>>;
+
+const UnitTable kBandwidth = {{"B/s", 1},         {"kB/s", 1e3},        {"KB/s", 1e3},
+                              {"MB/s", 1e6},      {"GB/s", 1e9},        {"TB/s", 1e12},
+                              {"KiB/s", 1024.0},  {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0},
+                              {"bit/s", 0.125},   {"kbit/s", 125.0},    {"Mbit/s", 1.25e5},
+                              {"Gbit/s", 1.25e8}, {"Tbit/s", 1.25e11},  {"Mb/s", 1.25e5},
+                              {"Gb/s", 1.25e8}};
+const UnitTable kTime = {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"\xC2\xB5s", 1e-6}, {"ns", 1e-9}};
+const UnitTable kSize = {{"B", 1},    {"kB", 1e3},     {"KB", 1e3},        {"MB", 1e6},
+                         {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
+
+std::string unit_list(const UnitTable& table) {
+  std::string out;
+  for (const auto& u : table) out += (out.empty() ? "" : ", ") + std::string(u.first);
+  return out;
+}
+
+double parse_quantity(const std::string& text, const UnitTable& units, const char* kind) {
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  const double value = std::strtod(begin, &end);
+  if (end == begin || !std::isfinite(value))
+    fail("'" + text + "'", std::string("not a ") + kind + " (expected e.g. a number and a unit)");
+  std::string unit(end);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
+  while (!unit.empty() && unit.back() == ' ') unit.pop_back();
+  if (unit.empty())
+    fail("'" + text + "'",
+         std::string("a ") + kind + " needs a unit (one of " + unit_list(units) + ")");
+  for (const auto& u : units)
+    if (unit == u.first) return value * u.second;
+  fail("'" + text + "'", "unknown " + std::string(kind) + " unit '" + unit + "' (expected one of " +
+                             unit_list(units) + ")");
+}
+
+}  // namespace
+
+double parse_bandwidth(const std::string& text) {
+  return parse_quantity(text, kBandwidth, "bandwidth");
+}
+double parse_time(const std::string& text) {
+  return parse_quantity(text, kTime, "time");
+}
+double parse_size(const std::string& text) {
+  return parse_quantity(text, kSize, "size");
+}
+
+}  // namespace predictor
+}  // namespace octet

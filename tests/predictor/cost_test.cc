@@ -1,0 +1,178 @@
+// Each cost term on its own: alpha-beta, overlap, the codec's size and time, ring collectives,
+// and the step model built from them.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "octet/error.h"
+#include "octet/predictor.h"
+
+namespace octet {
+namespace predictor {
+namespace {
+
+Link link(double gbps, double latency_us) {
+  Link l;
+  l.bandwidth_Bps = gbps * 1e9;
+  l.latency_s = latency_us * 1e-6;
+  return l;
+}
+
+CodecCost codec(double enc_gbps, double dec_gbps) {
+  CodecCost c;
+  c.encode_Bps = enc_gbps * 1e9;
+  c.decode_Bps = dec_gbps * 1e9;
+  return c;
+}
+
+TEST(CostTest, AlphaBeta) {
+  EXPECT_DOUBLE_EQ(transfer_time(link(1, 10), 1e6), 10e-6 + 1e-3);
+  EXPECT_DOUBLE_EQ(transfer_time(link(1, 10), 0), 0.0);
+}
+
+TEST(CostTest, TableInterpolatesAndExtrapolates) {
+  Link l;
+  l.table = {{1000, 2e-6}, {2000, 3e-6}, {4000, 7e-6}};
+  EXPECT_DOUBLE_EQ(transfer_time(l, 500), 2e-6);  // below the table: its first time
+  EXPECT_DOUBLE_EQ(transfer_time(l, 1500), 2.5e-6);
+  EXPECT_DOUBLE_EQ(transfer_time(l, 3000), 5e-6);
+  EXPECT_DOUBLE_EQ(transfer_time(l, 6000), 11e-6);  // last segment's slope
+  EXPECT_DOUBLE_EQ(with_bandwidth(l, 1e9).latency_s, 2e-6);
+}
+
+TEST(CostTest, Overlap) {
+  EXPECT_DOUBLE_EQ(exposed_time(1.0, 0.4), 0.6);
+  EXPECT_DOUBLE_EQ(exposed_time(1.0, 3.0), 0.0);
+  EXPECT_DOUBLE_EQ(exposed_time(1.0, -1.0), 1.0);
+}
+
+TEST(CostTest, CompressionCost) {
+  const CodecCost c = codec(10, 20);
+  CodecOptions o;
+  // Header + one scale per 2048-value block + one byte per value.
+  EXPECT_DOUBLE_EQ(compressed_bytes(4.0 * 1e6, c), double(max_encoded_size(0, o)) + 4 * 489 + 1e6);
+  // The payload the codec really writes for finite data.
+  std::vector<float> x(100000, 1.5f);
+  EXPECT_DOUBLE_EQ(compressed_bytes(4.0 * x.size(), c), double(encode(x, o).size()));
+  EXPECT_LT(compressed_bytes(4e6, c), 1.01e6 + 1000);  // about a quarter, plus scales
+  EXPECT_GT(compressed_bytes(4e6, c), 1e6);
+  EXPECT_DOUBLE_EQ(encode_time(1e9, c), 0.1);
+  EXPECT_DOUBLE_EQ(decode_time(1e9, c), 0.05);
+}
+
+TEST(CostTest, RingAllreduce) {
+  const Link l = link(1, 10);
+  const double n = 8e6;
+  // 2(p-1) steps of n/p bytes.
+  EXPECT_NEAR(collective_time(Collective::kAllreduce, n, 4, l, nullptr), 6 * (10e-6 + 2e-3), 1e-12);
+  EXPECT_DOUBLE_EQ(collective_time(Collective::kAllreduce, n, 1, l, nullptr), 0.0);
+  const CodecCost c = codec(10, 20);
+  const double chunk = compressed_bytes(n / 4, c);
+  // Encode n once, decode 2(p-1)/p n.
+  const double expect = 6 * (10e-6 + chunk / 1e9) + n / 10e9 + 1.5 * n / 20e9;
+  EXPECT_NEAR(collective_time(Collective::kAllreduce, n, 4, l, &c), expect, 1e-12);
+  EXPECT_NEAR(collective_time(Collective::kAllgather, n, 4, l, nullptr), 3 * (10e-6 + 2e-3), 1e-12);
+  // A fixed cost per call: 4 encodes and 6 decodes in a 4-rank allreduce.
+  CodecCost slow = c;
+  slow.call_overhead_s = 1e-6;
+  EXPECT_NEAR(collective_time(Collective::kAllreduce, n, 4, l, &slow) -
+                  collective_time(Collective::kAllreduce, n, 4, l, &c),
+              10e-6, 1e-12);
+  EXPECT_NEAR(collective_time(Collective::kBcast, n, 4, l, nullptr), 2 * (10e-6 + 8e-3), 1e-12);
+  EXPECT_THROW(collective_time(Collective::kAllreduce, n, 0, l, nullptr), Error);
+  EXPECT_THROW(parse_collective("alltoall"), Error);
+}
+
+Scenario data_parallel(double bw_gbps) {
+  Scenario s;
+  s.workload.batch = 32;
+  for (int i = 0; i < 4; ++i) {
+    Layer l;
+    l.params = 1e6;
+    l.forward_s = 1e-3;
+    l.backward_s = 2e-3;
+    s.workload.layers.push_back(l);
+  }
+  s.cluster.gpus_per_node = 4;
+  s.cluster.intra = link(bw_gbps, 5);
+  s.codec = codec(50, 100);
+  return s;
+}
+
+TEST(StepTest, OneGpuIsTheBaseline) {
+  Scenario s = data_parallel(10);
+  s.gpus = 1;
+  const StepTime t = step_time(s, false);
+  EXPECT_DOUBLE_EQ(t.step_s, 12e-3);
+  EXPECT_DOUBLE_EQ(t.speedup, 1.0);
+}
+
+TEST(StepTest, OverlapHidesAllButTheLastGradient) {
+  Scenario s = data_parallel(10);
+  const Link& l = s.cluster.intra;
+  const double c = collective_time(Collective::kAllreduce, 4e6, 4, l, nullptr);
+  ASSERT_LT(c, 2e-3);  // each allreduce fits under one layer's backward
+  EXPECT_NEAR(step_time(s, false).step_s, 12e-3 + c, 1e-12);
+  s.workload.overlap = false;
+  EXPECT_NEAR(step_time(s, false).step_s, 12e-3 + 4 * c, 1e-12);
+}
+
+TEST(StepTest, BreakEvenSeparatesTheRegimes) {
+  const Prediction p = predict(data_parallel(10));
+  ASSERT_GT(p.break_even_Bps, 0);
+  ASSERT_TRUE(std::isfinite(p.break_even_Bps));
+  const Scenario slow = data_parallel(p.break_even_Bps / 1e9 * 0.5);
+  const Scenario fast = data_parallel(p.break_even_Bps / 1e9 * 2);
+  EXPECT_LT(step_time(slow, true).step_s, step_time(slow, false).step_s);
+  EXPECT_GT(step_time(fast, true).step_s, step_time(fast, false).step_s);
+}
+
+TEST(StepTest, ModelParallelSubBatches) {
+  Scenario s = data_parallel(1);
+  s.workload.layers[0].activations = 1000;
+  s.workload.layers[1].parallel = Parallelism::kModel;
+  s.workload.sub_batch = 32;  // 4 sub-batches on 4 GPUs
+  const double c =
+      collective_time(Collective::kAllgather, 1000 * 32 * 4.0, 4, s.cluster.intra, nullptr);
+  const double fwd = 1e-3 / 4, bwd = 2e-3 / 4;  // one sub-batch of a quarter of the layer
+  const double mp = 4 * (fwd + bwd) + 2 * c + 3 * (exposed_time(c, fwd) + exposed_time(c, bwd));
+  const double dp_c = collective_time(Collective::kAllreduce, 4e6, 4, s.cluster.intra, nullptr);
+  ASSERT_GT(dp_c, 2e-3);  // slow link: the allreduces queue up
+  // Timeline: grads of layers 3, 2, 0 ready at 2, 4, 6 ms; link busy from 2 ms for 3 x dp_c.
+  const double dp_end = std::max(6e-3, 2e-3 + 3 * dp_c);
+  EXPECT_NEAR(step_time(s, false).step_s, 3e-3 + mp + dp_end, 1e-12);
+}
+
+TEST(StepTest, ValidationNamesTheField) {
+  Scenario s = data_parallel(10);
+  s.cluster.intra.bandwidth_Bps = 0;
+  try {
+    step_time(s, false);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("cluster.intra.bandwidth"), std::string::npos);
+  }
+  s = data_parallel(10);
+  s.gpus = 5;
+  EXPECT_THROW(step_time(s, false), Error);
+}
+
+TEST(SweepTest, MoreGpusMoreSpeedupWhileComputeBound) {
+  Scenario s = data_parallel(100);
+  s.cluster.nodes = 4;
+  s.cluster.inter = link(100, 5);
+  const auto pts = sweep(s, SweepVariable::kGpus, {1, 2, 4, 8});
+  ASSERT_EQ(pts.size(), 4u);
+  EXPECT_DOUBLE_EQ(pts[0].fp32, 1.0);
+  for (size_t i = 1; i < pts.size(); ++i) EXPECT_GT(pts[i].fp32, pts[i - 1].fp32);
+  EXPECT_THROW(sweep(s, SweepVariable::kGpus, {0}), Error);
+  const auto msg = sweep(s, SweepVariable::kMessageSize, {1e3, 1e8});
+  EXPECT_GT(msg[1].fp32, msg[0].fp32);  // latency dominates small messages
+}
+
+}  // namespace
+}  // namespace predictor
+}  // namespace octet

@@ -1,0 +1,114 @@
+// Shim reports (per-bucket verdicts), the SVG writer and the codec measurement.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "octet/error.h"
+#include "octet/predictor.h"
+
+namespace octet {
+namespace predictor {
+namespace {
+
+Cluster slow_cluster(double gbps) {
+  Cluster c;
+  c.gpus_per_node = 1;
+  c.nodes = 4;
+  c.intra.bandwidth_Bps = 100e9;
+  c.inter.bandwidth_Bps = gbps * 1e9;
+  c.inter.latency_s = 20e-6;
+  return c;
+}
+
+CodecCost fast_codec() {
+  CodecCost k;
+  k.encode_Bps = 10e9;
+  k.decode_Bps = 20e9;
+  k.call_overhead_s = 5e-6;  // a kernel launch per call
+  return k;
+}
+
+const char* kReport = R"({
+  "octet_report_version": 1, "ranks": 4,
+  "config": {"type": "dynamic", "block": 2048},
+  "ops": {
+    "allreduce": [
+      {"bucket_min_bytes": 1024, "bucket_max_bytes": 2047, "calls": 10, "compressed_calls": 0,
+       "bytes_fp32": 10240, "bytes_sent": 10240, "time_s": 0.001,
+       "max_abs_error": null, "max_rel_error": null, "rms_error": null, "error_samples": 0},
+      {"bucket_min_bytes": 67108864, "bucket_max_bytes": 134217727, "calls": 2,
+       "compressed_calls": 2, "bytes_fp32": 134217728, "bytes_sent": 33600000, "time_s": 0.5,
+       "max_abs_error": 1e-3, "max_rel_error": 0.01, "rms_error": 2e-4, "error_samples": 10}
+    ],
+    "bcast": []
+  }
+})";
+
+TEST(ReportTest, SmallMessagesStayFp32LargeOnesCompress) {
+  const ReportAnalysis r = analyze_report(kReport, slow_cluster(1), fast_codec());
+  EXPECT_EQ(r.ranks, 4);
+  ASSERT_EQ(r.buckets.size(), 2u);
+  EXPECT_FALSE(r.buckets[0].pays_off);  // 1 KiB: the codec's per-call cost exceeds the saving
+  EXPECT_TRUE(r.buckets[1].pays_off);   // 64 MiB on 1 GB/s: bytes dominate
+  EXPECT_DOUBLE_EQ(r.buckets[1].message_bytes, 67108864);
+  EXPECT_DOUBLE_EQ(r.buckets[1].measured_s, 0.25);
+  EXPECT_GT(r.buckets[1].break_even_Bps, 1e9);
+  EXPECT_LT(r.int8_total_s, r.fp32_total_s);
+  // On a fast link the large bucket no longer pays.
+  const ReportAnalysis fast = analyze_report(kReport, slow_cluster(1000), fast_codec());
+  EXPECT_FALSE(fast.buckets[1].pays_off);
+}
+
+TEST(ReportTest, BadReportsAreRejected) {
+  const Cluster c = slow_cluster(1);
+  EXPECT_THROW(analyze_report("{", c, fast_codec()), Error);
+  EXPECT_THROW(
+      analyze_report(R"({"octet_report_version": 2, "ranks": 4, "ops": {}})", c, fast_codec()),
+      Error);
+  EXPECT_THROW(
+      analyze_report(R"({"octet_report_version": 1, "ranks": 0, "ops": {}})", c, fast_codec()),
+      Error);
+  try {
+    analyze_report(R"({"octet_report_version": 1, "ranks": 2, "ops": {"allreduce": [
+        {"bucket_min_bytes": 8, "bucket_max_bytes": 15, "calls": 1}]}})",
+                   c, fast_codec());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("report.ops.allreduce[0].bytes_fp32"), std::string::npos);
+  }
+  EXPECT_THROW(analyze_report(R"({"octet_report_version": 1, "ranks": 2, "ops": {"alltoall": []}})",
+                              c, fast_codec()),
+               Error);
+}
+
+TEST(SvgTest, PolylinesAxesLegend) {
+  Series a{"32-bit", "#1f77b4", {1, 2, 4, 8}, {1, 1.9, 3.5, 6}};
+  Series b{"dynamic <8-bit>", "#d62728", {1, 2, 4, 8}, {1, 1.95, 3.8, 7.2}};
+  const std::string svg = render_svg("t", "GPUs", "speedup", {a, b}, true);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  size_t lines = 0;
+  for (size_t at = svg.find("<polyline"); at != std::string::npos;
+       at = svg.find("<polyline", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 2u);
+  EXPECT_NE(svg.find("dynamic &lt;8-bit&gt;"), std::string::npos);  // escaped legend text
+  EXPECT_NE(svg.find("(log scale)"), std::string::npos);
+  Series bad{"x", "#000", {1, 2}, {1}};
+  EXPECT_THROW(render_svg("t", "x", "y", {bad}, false), Error);
+  Series nonpositive{"x", "#000", {0, 1}, {1, 2}};
+  EXPECT_THROW(render_svg("t", "x", "y", {nonpositive}, true), Error);
+}
+
+TEST(CalibrateTest, CodecThroughputIsMeasured) {
+  const CodecCost c = measure_codec(DataType::kDynamic, 0, 1 << 16, 2);
+  EXPECT_GT(c.encode_Bps, 0);
+  EXPECT_GT(c.decode_Bps, 0);
+  EXPECT_THROW(measure_codec(DataType::kDynamic, 100, 1024, 1), Error);  // not a power of two
+  EXPECT_THROW(measure_codec(DataType::kDynamic, 0, 0, 1), Error);
+  EXPECT_THROW(fit_link({{8, 1e-6}}), Error);
+}
+
+}  // namespace
+}  // namespace predictor
+}  // namespace octet
