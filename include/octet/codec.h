@@ -53,7 +53,11 @@ struct CodecOptions {
 // Throws kInvalidArgument when the options are inconsistent; returns the effective block size.
 uint32_t validate_options(const CodecOptions& options);
 
-// Upper bound of encode()'s output for `count` elements (exact when no element is NaN/Inf).
+// Size of encode()'s output for `count` elements when no element is NaN/Inf (each block that
+// holds one adds 4 + block_size/4 bytes).
+size_t encoded_size(size_t count, const CodecOptions& options);
+// Upper bound of encode()'s output whatever the data (every block holding NaN/Inf): the capacity
+// to allocate before encoding.
 size_t max_encoded_size(size_t count, const CodecOptions& options);
 
 // Encodes count fp32 values (any alignment) into out; returns the bytes written.

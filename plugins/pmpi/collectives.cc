@@ -40,7 +40,7 @@ uint64_t encoded_bytes(size_t count) {
   codec.type = static_cast<octet::DataType>(state().config.type);
   codec.block_size = state().config.block;
   try {
-    return octet::max_encoded_size(count, codec);
+    return octet::encoded_size(count, codec);
   } catch (...) {
     return 4 * count;
   }

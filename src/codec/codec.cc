@@ -194,13 +194,23 @@ uint32_t validate_options(const CodecOptions& o) {
   return b;
 }
 
-size_t max_encoded_size(size_t count, const CodecOptions& o) {
+namespace {
+size_t encoded_size_with(size_t count, const CodecOptions& o, bool every_block_special) {
   const uint32_t b = validate_options(o);
   if (count > codec::kMaxCount) throw Error(ErrorCode::kInvalidArgument, "count too large");
-  const uint64_t blocks = (count + b - 1) / b;
+  const uint64_t blocks = every_block_special ? (count + b - 1) / b : 0;
   return codec::make_layout(count, b, data_type_bits(o.type), static_cast<uint32_t>(blocks),
                             o.checksum)
       .size;
+}
+}  // namespace
+
+size_t encoded_size(size_t count, const CodecOptions& o) {
+  return encoded_size_with(count, o, false);
+}
+
+size_t max_encoded_size(size_t count, const CodecOptions& o) {
+  return encoded_size_with(count, o, true);
 }
 
 size_t encode(const float* in, size_t count, const CodecOptions& o, uint8_t* out,

@@ -34,17 +34,14 @@ double exposed_time(double comm_s, double hide_under_s) {
   return std::max(0.0, comm_s - std::max(0.0, hide_under_s));
 }
 
-// Finite data: the header, one fp32 scale per block and the codes (max_encoded_size() also
-// reserves room for NaN/Inf positions in every block, which real gradients do not need).
+// Finite data: what encode() writes when no block holds NaN/Inf.
 double compressed_bytes(double fp32_bytes, const CodecCost& codec) {
   if (fp32_bytes <= 0) return 0.0;
   CodecOptions options;
   options.type = codec.type;
   options.block_size = codec.block_size;
-  const double block = validate_options(options);
-  const double count = std::ceil(fp32_bytes / 4.0);
-  const double header = static_cast<double>(max_encoded_size(0, options));
-  return header + 4 * std::ceil(count / block) + std::ceil(count * data_type_bits(codec.type) / 8);
+  return static_cast<double>(
+      encoded_size(static_cast<size_t>(std::ceil(fp32_bytes / 4.0)), options));
 }
 
 double encode_time(double fp32_bytes, const CodecCost& codec) {
