@@ -21,6 +21,10 @@ struct BlockKernels {
   // One code per byte (also for 4-bit types, packed afterwards).
   void (*encode_nearest)(const detail::QuantTable& t, const float* x, size_t n,
                          const detail::BlockScale& s, uint8_t* codes);
+  // Stochastic rounding (quant_math.h's encode_stochastic) of elements first_index, ...
+  void (*encode_stochastic)(const detail::QuantTable& t, const float* x, size_t n,
+                            const detail::BlockScale& s, uint64_t seed, uint64_t first_index,
+                            uint8_t* codes);
   // codes: one per byte. accumulate: out += decoded.
   void (*decode)(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
                  float* out, bool accumulate);
@@ -29,11 +33,6 @@ struct BlockKernels {
 const BlockKernels& scalar_kernels();
 const BlockKernels& simd_kernels();
 const char* simd_target_name();
-
-// Stochastic rounding has one (scalar) implementation, shared with the GPU through quant_math.h.
-void encode_stochastic_block(const detail::QuantTable& t, const float* x, size_t n,
-                             const detail::BlockScale& s, uint64_t seed, uint64_t first_index,
-                             uint8_t* codes);
 
 }  // namespace codec
 }  // namespace octet

@@ -99,8 +99,8 @@ void encode_blocks(const EncodeJob& job, uint64_t b0, uint64_t b1) {
     store_f32(job.scales + 4 * b, s.scale);
     uint8_t* dst = job.bits == 8 ? job.codes + first : nibbles.data();
     if (job.options->stochastic)
-      encode_stochastic_block(*job.table, x, n, s, job.options->seed,
-                              job.options->index_offset + first, dst);
+      k.encode_stochastic(*job.table, x, n, s, job.options->seed, job.options->index_offset + first,
+                          dst);
     else
       k.encode_nearest(*job.table, x, n, s, dst);
     if (job.bits == 4) {

@@ -46,22 +46,22 @@ void scalar_decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, 
   }
 }
 
-}  // namespace
-
-const BlockKernels& scalar_kernels() {
-  static const BlockKernels k{scalar_stats, scalar_encode, scalar_decode};
-  return k;
-}
-
-void encode_stochastic_block(const detail::QuantTable& t, const float* x, size_t n,
-                             const detail::BlockScale& s, uint64_t seed, uint64_t first_index,
-                             uint8_t* codes) {
+void scalar_encode_stochastic(const detail::QuantTable& t, const float* x, size_t n,
+                              const detail::BlockScale& s, uint64_t seed, uint64_t first_index,
+                              uint8_t* codes) {
   for (size_t i = 0; i < n; ++i) {
     float v;
     std::memcpy(&v, x + i, sizeof v);
     codes[i] = static_cast<uint8_t>(
         detail::encode_stochastic(t, detail::normalize(v, s), seed, first_index + i));
   }
+}
+
+}  // namespace
+
+const BlockKernels& scalar_kernels() {
+  static const BlockKernels k{scalar_stats, scalar_encode, scalar_encode_stochastic, scalar_decode};
+  return k;
 }
 
 }  // namespace codec

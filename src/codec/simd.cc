@@ -26,6 +26,11 @@ void EncodeNearest(const detail::QuantTable& t, const float* x, size_t n,
                    const detail::BlockScale& s, uint8_t* codes) {
   scalar_kernels().encode_nearest(t, x, n, s, codes);
 }
+void EncodeStochastic(const detail::QuantTable& t, const float* x, size_t n,
+                      const detail::BlockScale& s, uint64_t seed, uint64_t first_index,
+                      uint8_t* codes) {
+  scalar_kernels().encode_stochastic(t, x, n, s, seed, first_index, codes);
+}
 void Decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale, float* out,
             bool accumulate) {
   scalar_kernels().decode(t, codes, n, scale, out, accumulate);
@@ -70,50 +75,122 @@ BlockStats Stats(const float* x, size_t n) {
   return s;
 }
 
+// The table's constants as vectors, and the two steps every encoder shares: the nearest level of
+// |xn| (quant_math.h's nearest_level) and level -> code (level_to_code).
+struct Lookup {
+  explicit Lookup(const detail::QuantTable& t)
+      : t(t),
+        shift(static_cast<int>(t.shift)),
+        lut(reinterpret_cast<const int32_t*>(t.lut)),
+        lo(hn::Set(DI(), static_cast<int32_t>(t.lo_bits))),
+        one_bits(hn::Set(DI(), static_cast<int32_t>(detail::kOneBits))),
+        first_bucket(hn::Set(DI(), static_cast<int32_t>(t.lo_bits >> t.shift))),
+        offset_mask(hn::Set(DI(), static_cast<int32_t>((1u << t.shift) - 1u))),
+        thr_mask(hn::Set(DI(), static_cast<int32_t>((1u << detail::kThresholdBits) - 1u))),
+        top(hn::Set(DI(), static_cast<int32_t>(t.top))),
+        top_neg(hn::Set(DI(), static_cast<int32_t>(t.top - 1))),
+        spare(hn::Set(DI(), static_cast<int32_t>(t.spare_code))),
+        sign_code(hn::Set(DI(), static_cast<int32_t>(t.sign_code))) {}
+
+  // abs_bits <= 1.0f's bits or larger (clamped); never reads outside the bucket table.
+  HWY_INLINE hn::Vec<DI> NearestLevel(hn::Vec<DI> abs_bits) const {
+    const DI di;
+    const auto a = hn::Min(hn::Max(abs_bits, lo), one_bits);
+    const auto entry =
+        hn::GatherIndex(di, lut, hn::Sub(hn::ShiftRightSame(a, shift), first_bucket));
+    const auto base =
+        hn::BitCast(di, hn::ShiftRight<detail::kThresholdBits>(hn::BitCast(DU(), entry)));
+    const auto below = hn::Gt(hn::And(entry, thr_mask), hn::And(a, offset_mask));
+    return hn::Add(base, hn::IfThenZeroElse(below, hn::Set(di, 1)));
+  }
+
+  HWY_INLINE hn::Vec<DI> ToCode(hn::Vec<DI> level, hn::Mask<DI> negative) const {
+    if (!t.is_signed) return level;
+    const DI di;
+    const auto neg_level = hn::Min(level, top_neg);
+    const auto neg_code =
+        hn::IfThenElseZero(hn::Gt(neg_level, hn::Zero(di)), hn::Or(neg_level, sign_code));
+    const auto pos_code = hn::IfThenElse(hn::Eq(level, top), spare, level);
+    return hn::IfThenElse(negative, neg_code, pos_code);
+  }
+
+  const detail::QuantTable& t;
+  int shift;
+  const int32_t* lut;
+  hn::Vec<DI> lo, one_bits, first_bucket, offset_mask, thr_mask, top, top_neg, spare, sign_code;
+};
+
+// x -> xn = (x * pre) * inv, as float bits.
+HWY_INLINE hn::Vec<DI> NormalizedBits(const float* x, const detail::BlockScale& s) {
+  auto v = LoadFloats(x);
+  if (s.pre != 1.0f) v = hn::Mul(v, hn::Set(DF(), s.pre));
+  return hn::BitCast(DI(), hn::Mul(v, hn::Set(DF(), s.inv)));
+}
+
 void EncodeNearest(const detail::QuantTable& t, const float* x, size_t n,
                    const detail::BlockScale& s, uint8_t* codes) {
+  const DI di;
+  const DC dc;
+  const size_t N = hn::Lanes(di);
+  const Lookup lookup(t);
+  const auto abs_mask = hn::Set(di, static_cast<int32_t>(detail::kAbsMask));
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto u = NormalizedBits(x + i, s);
+    const auto level = lookup.NearestLevel(hn::And(u, abs_mask));
+    hn::StoreU(hn::DemoteTo(dc, lookup.ToCode(level, hn::Lt(u, hn::Zero(di)))), dc, codes + i);
+  }
+  scalar_kernels().encode_nearest(t, x + i, n - i, s, codes + i);
+}
+
+// quant_math.h's encode_stochastic, a vector at a time: the two levels around |xn| come from the
+// magnitude table, the random numbers from the same counter-based hash.
+void EncodeStochastic(const detail::QuantTable& t, const float* x, size_t n,
+                      const detail::BlockScale& s, uint64_t seed, uint64_t first_index,
+                      uint8_t* codes) {
   const DF df;
   const DI di;
   const DU du;
   const DC dc;
-  const size_t N = hn::Lanes(df);
-  const auto pre = hn::Set(df, s.pre), inv = hn::Set(df, s.inv);
-  const bool rescale = s.pre != 1.0f;
-  const auto abs_mask = hn::Set(di, static_cast<int32_t>(detail::kAbsMask));
-  const auto lo = hn::Set(di, static_cast<int32_t>(t.lo_bits));
-  const auto one_bits = hn::Set(di, static_cast<int32_t>(detail::kOneBits));
-  const auto first_bucket = hn::Set(di, static_cast<int32_t>(t.lo_bits >> t.shift));
-  const auto offset_mask = hn::Set(di, static_cast<int32_t>((1u << t.shift) - 1u));
-  const auto thr_mask = hn::Set(di, static_cast<int32_t>((1u << detail::kThresholdBits) - 1u));
-  const auto one = hn::Set(di, 1), zero = hn::Zero(di);
-  const auto top = hn::Set(di, static_cast<int32_t>(t.top));
-  const auto top_neg = hn::Set(di, static_cast<int32_t>(t.top - 1));
-  const auto spare = hn::Set(di, static_cast<int32_t>(t.spare_code));
-  const auto sign_code = hn::Set(di, static_cast<int32_t>(t.sign_code));
-  const int shift = static_cast<int>(t.shift);
-  const int32_t* lut = reinterpret_cast<const int32_t*>(t.lut);
+  const size_t N = hn::Lanes(di);
   size_t i = 0;
-  for (; i + N <= n; i += N) {
-    auto v = LoadFloats(x + i);
-    if (rescale) v = hn::Mul(v, pre);
-    const auto u = hn::BitCast(di, hn::Mul(v, inv));
-    const auto a = hn::Min(hn::Max(hn::And(u, abs_mask), lo), one_bits);
-    const auto idx = hn::Sub(hn::ShiftRightSame(a, shift), first_bucket);
-    const auto entry = hn::GatherIndex(di, lut, idx);
-    const auto base =
-        hn::BitCast(di, hn::ShiftRight<detail::kThresholdBits>(hn::BitCast(du, entry)));
-    const auto below = hn::Gt(hn::And(entry, thr_mask), hn::And(a, offset_mask));
-    auto code = hn::Add(base, hn::IfThenZeroElse(below, one));
-    if (t.is_signed) {
-      const auto neg_level = hn::Min(code, top_neg);
-      const auto neg_code =
-          hn::IfThenElseZero(hn::Gt(neg_level, zero), hn::Or(neg_level, sign_code));
-      const auto pos_code = hn::IfThenElse(hn::Eq(code, top), spare, code);
-      code = hn::IfThenElse(hn::Lt(u, zero), neg_code, pos_code);
+  // The stream key is constant while the upper 32 bits of the element index are.
+  if ((first_index >> 32) == ((first_index + n) >> 32)) {
+    const Lookup lookup(t);
+    const auto abs_mask = hn::Set(di, static_cast<int32_t>(detail::kAbsMask));
+    const auto key =
+        hn::Set(du, detail::stream_key(seed, static_cast<uint32_t>(first_index >> 32)));
+    const auto top = hn::Set(di, static_cast<int32_t>(t.top));
+    const auto one = hn::Set(di, 1);
+    const auto scale24 = hn::Set(df, 1.0f / 16777216.0f);
+    for (; i + N <= n; i += N) {
+      const auto u = NormalizedBits(x + i, s);
+      const auto negative = hn::Lt(u, hn::Zero(di));
+      const auto abs_bits = hn::Min(hn::And(u, abs_mask), lookup.one_bits);
+      const auto a = hn::BitCast(df, abs_bits);
+      const auto max_level = (t.is_signed) ? hn::IfThenElse(negative, lookup.top_neg, top) : top;
+      const auto level = hn::Min(lookup.NearestLevel(abs_bits), max_level);
+      const auto at_level = hn::GatherIndex(df, t.magnitude, level);
+      const auto lower =
+          hn::Sub(level, hn::IfThenElseZero(hn::RebindMask(di, hn::Gt(at_level, a)), one));
+      const auto lo = hn::GatherIndex(df, t.magnitude, lower);
+      const auto hi = hn::GatherIndex(df, t.magnitude, hn::Min(hn::Add(lower, one), top));
+      auto r = hn::Xor(hn::Iota(du, static_cast<uint32_t>(first_index + i)), key);
+      r = hn::Xor(r, hn::ShiftRight<16>(r));
+      r = hn::Mul(r, hn::Set(du, 0x7feb352du));
+      r = hn::Xor(r, hn::ShiftRight<15>(r));
+      r = hn::Mul(r, hn::Set(du, 0x846ca68bu));
+      r = hn::Xor(r, hn::ShiftRight<16>(r));
+      const auto uniform =
+          hn::Mul(hn::ConvertTo(df, hn::BitCast(di, hn::ShiftRight<8>(r))), scale24);
+      const auto up = hn::Gt(hn::Sub(a, lo), hn::Mul(uniform, hn::Sub(hi, lo)));
+      const auto chosen =
+          hn::IfThenElse(hn::Eq(lower, max_level), max_level,
+                         hn::Add(lower, hn::IfThenElseZero(hn::RebindMask(di, up), one)));
+      hn::StoreU(hn::DemoteTo(dc, lookup.ToCode(chosen, negative)), dc, codes + i);
     }
-    hn::StoreU(hn::DemoteTo(dc, code), dc, codes + i);
   }
-  scalar_kernels().encode_nearest(t, x + i, n - i, s, codes + i);
+  scalar_kernels().encode_stochastic(t, x + i, n - i, s, seed, first_index + i, codes + i);
 }
 
 void Decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale, float* out,
@@ -156,6 +233,7 @@ namespace codec {
 
 HWY_EXPORT(Stats);
 HWY_EXPORT(EncodeNearest);
+HWY_EXPORT(EncodeStochastic);
 HWY_EXPORT(Decode);
 HWY_EXPORT(TargetName);
 
@@ -167,6 +245,11 @@ void DispatchEncode(const detail::QuantTable& t, const float* x, size_t n,
                     const detail::BlockScale& s, uint8_t* codes) {
   HWY_DYNAMIC_DISPATCH(EncodeNearest)(t, x, n, s, codes);
 }
+void DispatchStochastic(const detail::QuantTable& t, const float* x, size_t n,
+                        const detail::BlockScale& s, uint64_t seed, uint64_t first_index,
+                        uint8_t* codes) {
+  HWY_DYNAMIC_DISPATCH(EncodeStochastic)(t, x, n, s, seed, first_index, codes);
+}
 void DispatchDecode(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
                     float* out, bool accumulate) {
   HWY_DYNAMIC_DISPATCH(Decode)(t, codes, n, scale, out, accumulate);
@@ -174,7 +257,7 @@ void DispatchDecode(const detail::QuantTable& t, const uint8_t* codes, size_t n,
 }  // namespace
 
 const BlockKernels& simd_kernels() {
-  static const BlockKernels k{DispatchStats, DispatchEncode, DispatchDecode};
+  static const BlockKernels k{DispatchStats, DispatchEncode, DispatchStochastic, DispatchDecode};
   return k;
 }
 

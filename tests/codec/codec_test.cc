@@ -176,6 +176,9 @@ TEST_P(SimdVsScalar, PayloadsAndDecodesAreBitIdentical) {
       std::memcpy(x, base.data(), n * 4);
       CodecOptions o = options_for(type, 64);
       o.mantissa_exponent_offset = type == DataType::kMantissa ? 2 : 0;
+      o.stochastic = misalign == 1;  // stochastic rounding has a SIMD path too
+      o.seed = n;
+      o.index_offset = (uint64_t{1} << 32) - 100;  // crosses the 2^32 boundary of the stream
       std::vector<uint8_t> simd(max_encoded_size(n, o)), scalar(simd.size());
       set_force_scalar(true);
       const size_t ns = encode(x, n, o, scalar.data(), scalar.size());

@@ -129,18 +129,33 @@ OCTET_HD uint32_t encode_nearest(const QuantTable& t, float xn) {
   return level_to_code(t, nearest_level(t, u & kAbsMask), (u >> 31) != 0);
 }
 
-// Counter-based random bits (SplitMix64 finaliser): the same stream on every device, addressed by
-// (seed, element index), so any chunking of a tensor draws the same numbers.
-OCTET_HD uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+// Counter-based random bits: the same stream on every device, addressed by (seed, element index),
+// so any chunking of a tensor draws the same numbers. 32-bit integer arithmetic only (a vector
+// multiply of 32-bit lanes on CPUs, a plain IMAD on GPUs). hash32 is a bijection with full
+// avalanche (Wellons' "lowbias32").
+OCTET_HD uint32_t hash32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
 }
 
-// Uniform in [0, 1) with 24 random bits: exact in fp32.
+// The part of the stream address that is constant over 2^32 consecutive elements.
+OCTET_HD uint32_t stream_key(uint64_t seed, uint32_t index_high) {
+  return hash32(static_cast<uint32_t>(seed) ^
+                hash32(static_cast<uint32_t>(seed >> 32) ^ hash32(index_high + 0x9e3779b9u)));
+}
+
+// Uniform in [0, 1) with 24 random bits (exact in fp32).
+OCTET_HD float uniform_from_key(uint32_t key, uint32_t index_low) {
+  return static_cast<float>(hash32(index_low ^ key) >> 8) * (1.0f / 16777216.0f);
+}
+
 OCTET_HD float uniform01(uint64_t seed, uint64_t index) {
-  const uint64_t r = mix64(seed ^ mix64(index + 0x9e3779b97f4a7c15ull));
-  return (float)(uint32_t)(r >> 40) * (1.0f / 16777216.0f);
+  return uniform_from_key(stream_key(seed, static_cast<uint32_t>(index >> 32)),
+                          static_cast<uint32_t>(index));
 }
 
 // Unbiased stochastic rounding between the two levels around |xn|: the upper one is chosen with
