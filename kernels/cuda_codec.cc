@@ -318,17 +318,8 @@ void decode_device(const uint8_t* payload, size_t length, float* d_out, size_t c
   cudaStream_t stream = static_cast<cudaStream_t>(stream_handle);
   const Where p_at = payload ? locate(payload) : Where{false, 0};
   const PayloadInfo info = read_header_anywhere(payload, length, p_at.on_device, stream);
-  if (length != info.size)
-    throw Error(ErrorCode::kCorruptPayload, "payload has " + std::to_string(length) +
-                                                " bytes, its header says " +
-                                                std::to_string(info.size));
-  if (count != info.count)
-    throw Error(ErrorCode::kMismatch, "payload holds " + std::to_string(info.count) +
-                                          " elements, the caller expects " + std::to_string(count));
   if (d_out == nullptr && count > 0) invalid("output is null");
-  const int bits = data_type_bits(info.type);
-  const Layout l =
-      codec::make_layout(info.count, info.block_size, bits, info.special_blocks, info.has_checksum);
+  const Layout l = codec::checked_layout(info, length, count);
   if (p_at.on_device)
     codec::validate_body(host_image(payload, l, info.has_checksum, stream).data(), info, l);
   else
@@ -351,7 +342,7 @@ void decode_device(const uint8_t* payload, size_t length, float* d_out, size_t c
   a.specials = info.special_blocks;
   a.count = info.count;
   a.block = info.block_size;
-  a.bits = bits;
+  a.bits = data_type_bits(info.type);
   a.table = device_table(info.type, info.mantissa_exponent_offset);
   a.out = d_out;
   a.accumulate = mode == DecodeMode::kAccumulate;

@@ -279,17 +279,8 @@ PayloadInfo inspect(const uint8_t* payload, size_t length) {
 void decode(const uint8_t* p, size_t length, float* out, size_t count, DecodeMode mode,
             int threads) {
   const PayloadInfo info = codec::read_header(p, length);
-  if (length != info.size)
-    throw Error(ErrorCode::kCorruptPayload, "payload has " + std::to_string(length) +
-                                                " bytes, its header says " +
-                                                std::to_string(info.size));
-  if (count != info.count)
-    throw Error(ErrorCode::kMismatch, "payload holds " + std::to_string(info.count) +
-                                          " elements, the caller expects " + std::to_string(count));
   if (out == nullptr && count > 0) throw Error(ErrorCode::kInvalidArgument, "output is null");
-  const int bits = data_type_bits(info.type);
-  const Layout l =
-      codec::make_layout(info.count, info.block_size, bits, info.special_blocks, info.has_checksum);
+  const Layout l = codec::checked_layout(info, length, count);
   codec::validate_body(p, info, l);
   const detail::QuantTable& t = codec::quant_table(info.type, info.mantissa_exponent_offset);
   const int nt = codec::thread_count(threads, info.count, l.blocks);

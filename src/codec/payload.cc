@@ -132,6 +132,18 @@ PayloadInfo read_header(const uint8_t* p, size_t length) {
   return info;
 }
 
+Layout checked_layout(const PayloadInfo& info, size_t length, size_t count) {
+  if (length != info.size)
+    throw Error(ErrorCode::kCorruptPayload, "payload has " + std::to_string(length) +
+                                                " bytes, its header says " +
+                                                std::to_string(info.size));
+  if (count != info.count)
+    throw Error(ErrorCode::kMismatch, "payload holds " + std::to_string(info.count) +
+                                          " elements, the caller expects " + std::to_string(count));
+  return make_layout(info.count, info.block_size, data_type_bits(info.type), info.special_blocks,
+                     info.has_checksum);
+}
+
 void validate_body(const uint8_t* p, const PayloadInfo& info, const Layout& l) {
   if (info.has_checksum &&
       load_u32(p + l.checksum) != crc32_of(p + kHeaderSize, l.checksum - kHeaderSize))

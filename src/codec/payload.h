@@ -34,6 +34,10 @@ void write_header(uint8_t* out, const PayloadInfo& info);
 // Validates and parses the header; throws kTruncatedPayload / kCorruptPayload.
 PayloadInfo read_header(const uint8_t* payload, size_t length);
 
+// The checks of a parsed header against the caller's view: exactly `length` bytes
+// (kCorruptPayload otherwise) holding `count` elements (kMismatch). Returns the layout.
+Layout checked_layout(const PayloadInfo& info, size_t length, size_t count);
+
 // The body checks decode runs before writing any output: body CRC (if flagged), finite scales,
 // special section (ascending indices, no classes past a tail), 4-bit padding. Throws
 // kCorruptPayload. p holds at least l.size bytes (read_header checked it).
