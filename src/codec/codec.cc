@@ -71,6 +71,22 @@ void set_code(uint8_t* codes, int bits, size_t i, uint32_t code) {
   }
 }
 
+// 4-bit codes: element 2j in the low nibble of byte j, 2j+1 in the high one. Loops over bytes so
+// that the compiler vectorizes them.
+void pack_nibbles(const uint8_t* nibbles, size_t n, uint8_t* packed) {
+  for (size_t j = 0; j < n / 2; ++j)
+    packed[j] = static_cast<uint8_t>(nibbles[2 * j] | (nibbles[2 * j + 1] << 4));
+  if (n & 1) packed[n / 2] = nibbles[n - 1];
+}
+
+void unpack_nibbles(const uint8_t* packed, size_t n, uint8_t* nibbles) {
+  for (size_t j = 0; j < n / 2; ++j) {
+    nibbles[2 * j] = packed[j] & 0xF;
+    nibbles[2 * j + 1] = packed[j] >> 4;
+  }
+  if (n & 1) nibbles[n - 1] = packed[n / 2] & 0xF;
+}
+
 struct EncodeJob {
   const detail::QuantTable* table;
   const CodecOptions* options;
@@ -103,12 +119,7 @@ void encode_blocks(const EncodeJob& job, uint64_t b0, uint64_t b1) {
                           dst);
     else
       k.encode_nearest(*job.table, x, n, s, dst);
-    if (job.bits == 4) {
-      uint8_t* packed = job.codes + first / 2;
-      for (size_t i = 0; i + 1 < n; i += 2)
-        packed[i / 2] = static_cast<uint8_t>(nibbles[i] | (nibbles[i + 1] << 4));
-      if (n & 1) packed[n / 2] = nibbles[n - 1];
-    }
+    if (job.bits == 4) pack_nibbles(nibbles.data(), n, job.codes + first / 2);
   }
 }
 
@@ -165,7 +176,7 @@ void decode_blocks(const detail::QuantTable& t, const uint8_t* p, const PayloadI
     const size_t n = static_cast<size_t>(std::min<uint64_t>(info.block_size, info.count - first));
     const uint8_t* codes = p + l.codes + (bits == 8 ? first : first / 2);
     if (bits == 4) {
-      for (size_t i = 0; i < n; ++i) nibbles[i] = (codes[i / 2] >> ((i & 1) ? 4 : 0)) & 0xF;
+      unpack_nibbles(codes, n, nibbles.data());
       codes = nibbles.data();
     }
     k.decode(t, codes, n, load_f32(p + l.scales + 4 * b), out + first,

@@ -193,8 +193,71 @@ void EncodeStochastic(const detail::QuantTable& t, const float* x, size_t n,
   scalar_kernels().encode_stochastic(t, x + i, n - i, s, seed, first_index + i, codes + i);
 }
 
+#if HWY_TARGET == HWY_AVX3_DL
+#define OCTET_BYTE_SHUFFLE_DECODE 1
+// AVX-512 VBMI (Ice Lake and later): decodes 64 codes at a time without a gather. Each of the 4
+// bytes of a value comes from a 128-entry byte table held in two registers (vpermi2b), and byte
+// unpacks reassemble the floats. The codes are first permuted so that the in-lane unpacks leave
+// the 64 floats in order: reordered byte 16L + 4q + j is code 16q + 4L + j. The bytes are the
+// table's own, so the result equals the gather path's bit for bit.
+template <bool kSigned>
+size_t DecodeByteShuffle(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
+                         float* out, bool accumulate) {
+  alignas(64) uint8_t order[64];
+  for (int l = 0; l < 4; ++l)
+    for (int q = 0; q < 4; ++q)
+      for (int j = 0; j < 4; ++j)
+        order[16 * l + 4 * q + j] = static_cast<uint8_t>(16 * q + 4 * l + j);
+  const __m512i reorder = _mm512_load_si512(order);
+  __m512i table[4][4];  // [byte][64-entry quarter of the 256 codes]
+  for (int k = 0; k < 4; ++k)
+    for (int h = 0; h < (kSigned ? 2 : 4); ++h)
+      table[k][h] = _mm512_loadu_si512(t.value_bytes[k] + 64 * h);
+  const __m512 vscale = _mm512_set1_ps(scale), zero = _mm512_setzero_ps();
+  const __m512i sign_bit = _mm512_set1_epi8(static_cast<char>(0x80));
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i c = _mm512_permutexvar_epi8(reorder, _mm512_loadu_si512(codes + i));
+    __m512i b[4];
+    for (int k = 0; k < 4; ++k) {
+      // vpermi2b reads index bits 0..6: codes 0..127 (signed: the magnitudes).
+      b[k] = _mm512_permutex2var_epi8(table[k][0], c, table[k][1]);
+      if (!kSigned) {
+        const __m512i upper = _mm512_permutex2var_epi8(table[k][2], c, table[k][3]);
+        b[k] = _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), b[k], upper);
+      }
+    }
+    if (kSigned) {  // the sign bit of the code is the sign bit of the float; "-0" is +1
+      b[3] = _mm512_or_si512(b[3], _mm512_and_si512(c, sign_bit));
+      const __mmask64 spare = _mm512_cmpeq_epi8_mask(c, sign_bit);
+      b[2] = _mm512_mask_mov_epi8(b[2], spare, _mm512_set1_epi8(static_cast<char>(0x80)));
+      b[3] = _mm512_mask_mov_epi8(b[3], spare, _mm512_set1_epi8(0x3f));
+    }
+    const __m512i lo01 = _mm512_unpacklo_epi8(b[0], b[1]), hi01 = _mm512_unpackhi_epi8(b[0], b[1]);
+    const __m512i lo23 = _mm512_unpacklo_epi8(b[2], b[3]), hi23 = _mm512_unpackhi_epi8(b[2], b[3]);
+    const __m512i f[4] = {_mm512_unpacklo_epi16(lo01, lo23), _mm512_unpackhi_epi16(lo01, lo23),
+                          _mm512_unpacklo_epi16(hi01, hi23), _mm512_unpackhi_epi16(hi01, hi23)};
+    for (int q = 0; q < 4; ++q) {
+      __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_castsi512_ps(f[q]), vscale), zero);
+      if (accumulate) v = _mm512_add_ps(_mm512_loadu_ps(out + i + 16 * q), v);
+      _mm512_storeu_ps(out + i + 16 * q, v);
+    }
+  }
+  return i;
+}
+#endif
+
 void Decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale, float* out,
             bool accumulate) {
+#if defined(OCTET_BYTE_SHUFFLE_DECODE)
+  if (t.bits == 8) {
+    const size_t done = t.is_signed ? DecodeByteShuffle<true>(t, codes, n, scale, out, accumulate)
+                                    : DecodeByteShuffle<false>(t, codes, n, scale, out, accumulate);
+    codes += done;
+    out += done;
+    n -= done;
+  }
+#endif
   const DF df;
   const DI di;
   const DC dc;

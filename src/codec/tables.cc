@@ -117,6 +117,8 @@ void fill_values(QuantTable& t, const std::vector<float>& m) {
       const uint32_t level = c & (t.sign_code - 1);
       t.value[c] = (c & t.sign_code) ? -m[level] : m[level];
     }
+    const uint32_t bits = detail::float_bits(t.value[c]);
+    for (int k = 0; k < 4; ++k) t.value_bytes[k][c] = static_cast<uint8_t>(bits >> (8 * k));
   }
 }
 

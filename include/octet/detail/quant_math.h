@@ -47,6 +47,7 @@ struct QuantTable {
   uint32_t lut_size;
   float magnitude[256];          // ascending levels, [0] = 0, [top] = 1
   float value[256];              // decoded value of each code for a unit scale
+  uint8_t value_bytes[4][256];   // byte k (little-endian) of value[c]: byte-shuffle decoders
   uint32_t lut[kMaxLutEntries];  // (level count below the bucket) << 24 | threshold offset
 };
 
