@@ -5,6 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <set>
+#include <string>
+
+#include <hwy/targets.h>
 
 #include "test_util.h"
 
@@ -162,42 +166,62 @@ TEST(Codec, BadOptionsAreRejected) {
 // The SIMD path must produce the scalar reference's bytes, for every size and alignment.
 class SimdVsScalar : public ::testing::TestWithParam<DataType> {};
 
-TEST_P(SimdVsScalar, PayloadsAndDecodesAreBitIdentical) {
-  const DataType type = GetParam();
+// Compares the SIMD path (whatever target the dispatch picked) with the scalar reference.
+void expect_simd_equals_scalar(DataType type) {
   std::vector<float> base = mixed_data(5000, 9);
   base[77] = std::numeric_limits<float>::quiet_NaN();
   base[1000] = 1e-40f;
   if (type == DataType::kDynamicUnsigned)
     for (auto& v : base) v = std::fabs(v);
   std::vector<uint8_t> storage(base.size() * 4 + 8);
-  for (size_t n : {0, 1, 7, 8, 15, 16, 17, 63, 64, 65, 100, 1023, 1024, 1025, 4999}) {
-    for (size_t misalign : {0, 1, 3}) {
-      float* x = reinterpret_cast<float*>(storage.data() + misalign);
-      std::memcpy(x, base.data(), n * 4);
-      CodecOptions o = options_for(type, 64);
-      o.mantissa_exponent_offset = type == DataType::kMantissa ? 2 : 0;
-      o.stochastic = misalign == 1;  // stochastic rounding has a SIMD path too
-      o.seed = n;
-      o.index_offset = (uint64_t{1} << 32) - 100;  // crosses the 2^32 boundary of the stream
-      std::vector<uint8_t> simd(max_encoded_size(n, o)), scalar(simd.size());
-      set_force_scalar(true);
-      const size_t ns = encode(x, n, o, scalar.data(), scalar.size());
-      set_force_scalar(false);
-      const size_t nv = encode(x, n, o, simd.data(), simd.size());
-      ASSERT_EQ(ns, nv);
-      ASSERT_EQ(0, std::memcmp(simd.data(), scalar.data(), ns))
-          << "n=" << n << " " << simd_target();
-      std::vector<uint8_t> out(n * 4 + 8);
-      float* yv = reinterpret_cast<float*>(out.data() + misalign);
-      std::vector<float> ys(n, 0.5f);
-      for (size_t i = 0; i < n; ++i) std::memcpy(yv + i, &ys[i], 4);
-      set_force_scalar(true);
-      decode(scalar.data(), ns, ys.data(), n, DecodeMode::kAccumulate);
-      set_force_scalar(false);
-      decode(simd.data(), nv, yv, n, DecodeMode::kAccumulate);
-      ASSERT_EQ(0, std::memcmp(yv, ys.data(), n * 4)) << "n=" << n;
+  for (uint32_t block : {64u, 2048u})
+    for (size_t n : {0, 1, 7, 8, 15, 16, 17, 63, 64, 65, 100, 1023, 1024, 1025, 4999}) {
+      for (size_t misalign : {0, 1, 3}) {
+        float* x = reinterpret_cast<float*>(storage.data() + misalign);
+        std::memcpy(x, base.data(), n * 4);
+        CodecOptions o = options_for(type, block);
+        o.mantissa_exponent_offset = type == DataType::kMantissa ? 2 : 0;
+        o.stochastic = misalign == 1;  // stochastic rounding has a SIMD path too
+        o.seed = n;
+        o.index_offset = (uint64_t{1} << 32) - 100;  // crosses the 2^32 boundary of the stream
+        std::vector<uint8_t> simd(max_encoded_size(n, o)), scalar(simd.size());
+        set_force_scalar(true);
+        const size_t ns = encode(x, n, o, scalar.data(), scalar.size());
+        set_force_scalar(false);
+        const size_t nv = encode(x, n, o, simd.data(), simd.size());
+        ASSERT_EQ(ns, nv);
+        ASSERT_EQ(0, std::memcmp(simd.data(), scalar.data(), ns))
+            << "n=" << n << " " << simd_target();
+        std::vector<uint8_t> out(n * 4 + 8);
+        float* yv = reinterpret_cast<float*>(out.data() + misalign);
+        std::vector<float> ys(n, 0.5f);
+        for (size_t i = 0; i < n; ++i) std::memcpy(yv + i, &ys[i], 4);
+        set_force_scalar(true);
+        decode(scalar.data(), ns, ys.data(), n, DecodeMode::kAccumulate);
+        set_force_scalar(false);
+        decode(simd.data(), nv, yv, n, DecodeMode::kAccumulate);
+        ASSERT_EQ(0, std::memcmp(yv, ys.data(), n * 4)) << "n=" << n << " " << simd_target();
+      }
     }
+}
+
+// Every SIMD target this CPU supports (AVX3_DL, AVX3, AVX2, SSE4 ... as compiled into the
+// library) is forced in turn, so one machine checks all the code paths a binary may take.
+TEST_P(SimdVsScalar, PayloadsAndDecodesAreBitIdenticalOnEveryTarget) {
+  std::set<std::string> seen;
+  const int64_t supported = hwy::SupportedTargets();
+  for (int64_t bit = 1; bit != 0 && bit <= supported; bit <<= 1) {
+    if (!(supported & bit)) continue;
+    hwy::SetSupportedTargetsForTest(bit);
+    seen.insert(simd_target());
+    expect_simd_equals_scalar(GetParam());
   }
+  hwy::SetSupportedTargetsForTest(0);  // back to the real CPU
+  EXPECT_FALSE(seen.empty());
+  std::string names;
+  for (const auto& s : seen) names += s + " ";
+  RecordProperty("simd_targets", names);
+  std::printf("SIMD targets checked: %s\n", names.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, SimdVsScalar, ::testing::ValuesIn(all_data_types()),
