@@ -7,6 +7,7 @@
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "codec/simd.cc"
+#include <hwy/cache_control.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
@@ -136,6 +137,9 @@ void EncodeNearest(const detail::QuantTable& t, const float* x, size_t n,
   const auto abs_mask = hn::Set(di, static_cast<int32_t>(detail::kAbsMask));
   size_t i = 0;
   for (; i + N <= n; i += N) {
+    // The block was just read by Stats (it is in L1); fetch the next block meanwhile, so that
+    // memory streams while this one computes. Prefetches past the end of the array are harmless.
+    hwy::Prefetch(x + n + i);
     const auto u = NormalizedBits(x + i, s);
     const auto level = lookup.NearestLevel(hn::And(u, abs_mask));
     hn::StoreU(hn::DemoteTo(dc, lookup.ToCode(level, hn::Lt(u, hn::Zero(di)))), dc, codes + i);
@@ -203,12 +207,12 @@ void EncodeStochastic(const detail::QuantTable& t, const float* x, size_t n,
 template <bool kSigned>
 size_t DecodeByteShuffle(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
                          float* out, bool accumulate) {
-  alignas(64) uint8_t order[64];
-  for (int l = 0; l < 4; ++l)
-    for (int q = 0; q < 4; ++q)
-      for (int j = 0; j < 4; ++j)
-        order[16 * l + 4 * q + j] = static_cast<uint8_t>(16 * q + 4 * l + j);
-  const __m512i reorder = _mm512_load_si512(order);
+  alignas(64) static constexpr uint8_t kOrder[64] = {
+      0,  1,  2,  3,  16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51,   // lane 0
+      4,  5,  6,  7,  20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55,   // lane 1
+      8,  9,  10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59,   // lane 2
+      12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63};  // lane 3
+  const __m512i reorder = _mm512_load_si512(kOrder);
   __m512i table[4][4];  // [byte][64-entry quarter of the 256 codes]
   for (int k = 0; k < 4; ++k)
     for (int h = 0; h < (kSigned ? 2 : 4); ++h)
