@@ -32,6 +32,13 @@ command -v mpirun >/dev/null || skip "no mpirun"
 [[ -x $plain ]] || fail "not an executable: $plain"
 probe=$OCTET_CLUSTER_NAME-probe
 ip netns add "$probe" 2>/dev/null || skip "cannot create network namespaces here"
+# The kernel must also offer veth and the tbf qdisc (a module that some kernels lack).
+if ! ip -n "$probe" link add octv0 type veth peer name octv1 2>/dev/null ||
+   ! ip netns exec "$probe" tc qdisc add dev octv0 root tbf rate 1mbit burst 32kb latency 10ms \
+     2>/dev/null; then
+  ip netns del "$probe"
+  skip "no veth or tbf qdisc in this kernel"
+fi
 ip netns del "$probe"
 
 trap '"$emulate" down >/dev/null 2>&1' EXIT

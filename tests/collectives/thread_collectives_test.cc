@@ -479,5 +479,52 @@ TEST(CApi, AllreduceNonBlockingAndErrors) {
   EXPECT_EQ(octet_wait(nullptr), OCTET_ERR_INVALID_ARGUMENT);
 }
 
+// Counts the bytes a rank hands to its transport.
+class CountingTransport : public Transport {
+ public:
+  explicit CountingTransport(std::shared_ptr<Transport> inner) : inner_(std::move(inner)) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  int max_tag() const override { return inner_->max_tag(); }
+  TransportRequestPtr isend(const void* data, size_t bytes, int peer, int tag,
+                            std::shared_ptr<const void> keep_alive) override {
+    sent += bytes;
+    return inner_->isend(data, bytes, peer, tag, std::move(keep_alive));
+  }
+  TransportRequestPtr irecv(void* data, size_t capacity, int peer, int tag) override {
+    return inner_->irecv(data, capacity, peer, tag);
+  }
+  void poll() override { inner_->poll(); }
+  size_t sent = 0;
+
+ private:
+  std::shared_ptr<Transport> inner_;
+};
+
+// The bandwidth claim of docs/algorithms.md: in allreduce no rank sends more than 2(P-1)/P of
+// the compressed size (plus descriptors and per-chunk headers), whatever the pipeline chunking.
+TEST(Allreduce, EachRankSendsAtMostTwoPMinusOneOverPOfTheCompressedSize) {
+  for (int p : {2, 4, 5}) {
+    const size_t n = (size_t{1} << 20) + 777;
+    auto inner = make_thread_transports(p);
+    std::vector<std::shared_ptr<CountingTransport>> counting;
+    for (auto& t : inner) counting.push_back(std::make_shared<CountingTransport>(t));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < p; ++r)
+      threads.emplace_back([&, r] {
+        Comm comm(counting[r]);
+        std::vector<float> x = input(r, n), y(n);
+        allreduce(comm, x.data(), y.data(), n);
+      });
+    for (auto& t : threads) t.join();
+    const double compressed = double(encoded_size(n, CodecOptions{}));
+    const double optimal = 2.0 * (p - 1) / p * compressed;
+    for (int r = 0; r < p; ++r) {
+      EXPECT_LE(double(counting[r]->sent), optimal * 1.01 + 4096) << "P=" << p << " rank " << r;
+      EXPECT_GE(double(counting[r]->sent), optimal * 0.95) << "P=" << p << " rank " << r;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace octet
