@@ -198,7 +198,6 @@ void EncodeStochastic(const detail::QuantTable& t, const float* x, size_t n,
 }
 
 #if HWY_TARGET == HWY_AVX3_DL
-#define OCTET_BYTE_SHUFFLE_DECODE 1
 // AVX-512 VBMI (Ice Lake and later): decodes 64 codes at a time without a gather. Each of the 4
 // bytes of a value comes from a 128-entry byte table held in two registers (vpermi2b), and byte
 // unpacks reassemble the floats. The codes are first permuted so that the in-lane unpacks leave
@@ -253,7 +252,7 @@ size_t DecodeByteShuffle(const detail::QuantTable& t, const uint8_t* codes, size
 
 void Decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale, float* out,
             bool accumulate) {
-#if defined(OCTET_BYTE_SHUFFLE_DECODE)
+#if HWY_TARGET == HWY_AVX3_DL
   if (t.bits == 8) {
     const size_t done = t.is_signed ? DecodeByteShuffle<true>(t, codes, n, scale, out, accumulate)
                                     : DecodeByteShuffle<false>(t, codes, n, scale, out, accumulate);
