@@ -1,6 +1,7 @@
 // Cost terms: alpha-beta links, the codec's size and speed, ring collectives.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "octet/error.h"
@@ -109,6 +110,17 @@ double collective_codec_time(Collective op, double fp32_bytes, int ranks, const 
 
 const Link& bottleneck(const Cluster& cluster, int gpus) {
   return gpus > cluster.gpus_per_node ? cluster.inter : cluster.intra;
+}
+
+double break_even_bandwidth(const std::function<double(double)>& gain) {
+  double lo = 1e3, hi = 1e15;
+  if (gain(hi) > 0) return std::numeric_limits<double>::infinity();
+  if (gain(lo) <= 0) return 0.0;
+  for (int i = 0; i < 100 && hi / lo > 1.0 + 1e-9; ++i) {
+    const double mid = std::sqrt(lo * hi);
+    (gain(mid) > 0 ? lo : hi) = mid;
+  }
+  return std::sqrt(lo * hi);
 }
 
 }  // namespace predictor

@@ -175,14 +175,7 @@ double break_even(const Scenario& s) {
     const Scenario t = with_bottleneck_bandwidth(s, bw);
     return step_time(t, false).step_s - step_time(t, true).step_s;
   };
-  double lo = 1e3, hi = 1e15;
-  if (gain(hi) > 0) return std::numeric_limits<double>::infinity();
-  if (gain(lo) <= 0) return 0.0;
-  for (int i = 0; i < 100 && hi / lo > 1.0 + 1e-9; ++i) {
-    const double mid = std::sqrt(lo * hi);
-    (gain(mid) > 0 ? lo : hi) = mid;
-  }
-  return std::sqrt(lo * hi);
+  return break_even_bandwidth(gain);
 }
 
 }  // namespace

@@ -32,14 +32,7 @@ double call_break_even(Collective op, double bytes, int ranks, const Link& link,
     return collective_time(op, bytes, ranks, l, nullptr) -
            collective_time(op, bytes, ranks, l, &codec);
   };
-  double lo = 1e3, hi = 1e15;
-  if (gain(hi) > 0) return std::numeric_limits<double>::infinity();
-  if (gain(lo) <= 0) return 0.0;
-  for (int i = 0; i < 100 && hi / lo > 1.0 + 1e-9; ++i) {
-    const double mid = std::sqrt(lo * hi);
-    (gain(mid) > 0 ? lo : hi) = mid;
-  }
-  return std::sqrt(lo * hi);
+  return break_even_bandwidth(gain);
 }
 
 BucketVerdict judge(const std::string& op, const json& b, const std::string& at, int ranks,
