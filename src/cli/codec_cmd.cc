@@ -99,7 +99,7 @@ void run_error(const ErrorArgs& a) {
   if (!a.json)
     std::printf(
         "# octet codec error: dist=%s n=%zu seed=%llu rounding=%s\n"
-        "# %-17s %6s %12s %10s %12s %12s %8s\n",
+        "# %-22s %6s %12s %10s %12s %12s %8s\n",
         a.dist.c_str(), a.n, static_cast<unsigned long long>(a.seed),
         a.stochastic ? "stochastic" : "nearest", "type", "block", "mean_abs", "mean_rel%", "rms",
         "max_abs", "ratio");
@@ -122,7 +122,7 @@ void run_error(const ErrorArgs& a) {
                       {"compression_ratio", ratio},
                       {"bound_fraction", bound_fraction(t)}});
     } else {
-      std::printf("  %-17s %6u %12.6g %10.3f %12.6g %12.6g %8.3f\n", name.c_str(), block,
+      std::printf("  %-22s %6u %12.6g %10.3f %12.6g %12.6g %8.3f\n", name.c_str(), block,
                   s.mean_abs, s.mean_rel_pct, s.rms, s.max_abs, ratio);
     }
   }
