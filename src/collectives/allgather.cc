@@ -10,7 +10,7 @@ namespace detail {
 namespace {
 
 struct AllgatherUnit : Unit {
-  std::vector<std::vector<uint8_t>> parts;
+  std::vector<ByteBuffer> parts;
   std::vector<size_t> bytes;
 };
 

@@ -16,7 +16,7 @@ namespace detail {
 namespace {
 
 struct AllreduceUnit : Unit {
-  std::vector<std::vector<uint8_t>> contributions, reduced;  // received, by rank
+  std::vector<ByteBuffer> contributions, reduced;  // received, by rank
   std::vector<size_t> contribution_bytes, reduced_bytes;
   std::vector<TransportRequestPtr> reduced_recvs;
 };
@@ -100,7 +100,7 @@ class Allreduce : public CollectiveOp {
     }
   }
 
-  TransportRequestPtr recv(std::vector<uint8_t>& buf, size_t& bytes, int peer, int tag) {
+  TransportRequestPtr recv(ByteBuffer& buf, size_t& bytes, int peer, int tag) {
     return sized_recv(comm_.transport(), buf, bytes, peer, tag);
   }
 

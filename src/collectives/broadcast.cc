@@ -10,7 +10,7 @@ namespace detail {
 namespace {
 
 struct BroadcastUnit : Unit {
-  std::vector<uint8_t> part;
+  ByteBuffer part;
   size_t bytes = 0;
 };
 

@@ -12,7 +12,7 @@ namespace detail {
 namespace {
 
 struct ReduceScatterUnit : Unit {
-  std::vector<std::vector<uint8_t>> contributions;
+  std::vector<ByteBuffer> contributions;
   std::vector<size_t> bytes;
 };
 

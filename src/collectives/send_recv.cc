@@ -13,7 +13,7 @@ namespace detail {
 namespace {
 
 struct P2PUnit : Unit {
-  std::vector<uint8_t> part;
+  ByteBuffer part;
   size_t bytes = 0;
 };
 

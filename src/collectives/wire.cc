@@ -37,8 +37,28 @@ class SizedRecv : public TransportRequest {
 
 }  // namespace
 
-TransportRequestPtr sized_recv(Transport& t, std::vector<uint8_t>& buf, size_t& bytes, int peer,
-                               int tag) {
+Bytes BufferPool::take(size_t bytes) {
+  std::unique_ptr<ByteBuffer> buffer;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!free_.empty()) {
+      buffer = std::move(free_.back());
+      free_.pop_back();
+    }
+  }
+  if (!buffer) buffer = std::make_unique<ByteBuffer>();
+  buffer->resize(bytes);
+  std::weak_ptr<BufferPool> home = weak_from_this();
+  return Bytes(buffer.release(), [home](ByteBuffer* b) {
+    std::unique_ptr<ByteBuffer> owned(b);
+    if (auto pool = home.lock()) {
+      std::lock_guard<std::mutex> lock(pool->mutex_);
+      pool->free_.push_back(std::move(owned));
+    }
+  });
+}
+
+TransportRequestPtr sized_recv(Transport& t, ByteBuffer& buf, size_t& bytes, int peer, int tag) {
   return std::make_unique<SizedRecv>(t.irecv(buf.data(), buf.size(), peer, tag), bytes);
 }
 
@@ -64,7 +84,7 @@ size_t Wire::capacity(size_t n) const {
 
 Bytes Wire::encode(const float* x, size_t n, uint64_t first, uint64_t salt,
                    const std::string& slot) const {
-  auto out = std::make_shared<std::vector<uint8_t>>(capacity(n));
+  Bytes out = pool_->take(capacity(n));
   if (!compressed_) {
     if (n) std::memcpy(out->data(), x, n * sizeof(float));
     return out;
@@ -83,8 +103,8 @@ Bytes Wire::encode(const float* x, size_t n, uint64_t first, uint64_t salt,
   return out;
 }
 
-void Wire::decode(const std::vector<uint8_t>& message, size_t bytes, float* out, size_t n,
-                  bool accumulate, int from) const {
+void Wire::decode(const ByteBuffer& message, size_t bytes, float* out, size_t n, bool accumulate,
+                  int from) const {
   if (compressed_) {
     try {
       octet::decode(message.data(), bytes, out, n,
