@@ -136,12 +136,12 @@ __device__ void finish_scale(const EncodeArgs& a, const detail::QuantTable& t, u
       static_cast<uint8_t>((st.nonfinite ? kFlagNonFinite : 0) | (mixed ? kFlagMixedSign : 0));
 }
 
-// Code of one element: non-finite elements get 0, as the CPU's special section leaves them.
+// Code of one element: non-finite elements get kNonFiniteCode, as on the CPU.
 template <bool kStochastic>
 __device__ __forceinline__ uint32_t element_code(const detail::QuantTable& t, float v,
                                                  const detail::BlockScale& s, uint64_t seed,
                                                  uint64_t index) {
-  if (!detail::is_finite_bits(detail::float_bits(v))) return 0;
+  if (!detail::is_finite_bits(detail::float_bits(v))) return detail::kNonFiniteCode;
   const float xn = detail::normalize(v, s);
   return kStochastic ? detail::encode_stochastic(t, xn, seed, index)
                      : detail::encode_nearest(t, xn);
@@ -203,14 +203,6 @@ __global__ void __launch_bounds__(kThreads) encode_kernel(EncodeArgs a) {
   }
 }
 
-// 2-bit classes of the special section.
-__device__ __forceinline__ uint32_t classify(float v) {
-  const uint32_t u = detail::float_bits(v);
-  if (detail::is_finite_bits(u)) return 0;  // finite
-  if ((u & 0x007fffffu) != 0) return 1;     // NaN
-  return (u >> 31) ? 3u : 2u;               // -Inf : +Inf
-}
-
 __global__ void __launch_bounds__(kThreads) special_kernel(SpecialArgs a) {
   const uint32_t entry_bytes = 4 + a.block / 4;
   const int align = alignment_of(a.in);
@@ -225,7 +217,8 @@ __global__ void __launch_bounds__(kThreads) special_kernel(SpecialArgs a) {
         const uint32_t m = min(4u, n - 4 * j);
         float v[4];
         load_group(a.in + first + 4 * j, m, align, v);
-        for (uint32_t k = 0; k < m; ++k) classes |= classify(v[k]) << (2 * k);
+        for (uint32_t k = 0; k < m; ++k)
+          classes |= detail::special_class(v[k]) << (detail::kSpecialClassBits * k);
       }
       entry[4 + j] = static_cast<uint8_t>(classes);
     }
@@ -282,8 +275,6 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
 
 // Overwrites (or adds) the NaN/Inf elements, after decode_kernel, as the CPU does.
 __global__ void __launch_bounds__(kThreads) apply_special_kernel(DecodeArgs a) {
-  // The CPU's NAN constant, so that overwrite mode gives the same bits.
-  const uint32_t kValueBits[4] = {0u, 0x7fc00000u, 0x7f800000u, 0xff800000u};
   const uint32_t entry_bytes = 4 + a.block / 4;
   const int align = alignment_of(a.out);
   for (uint64_t s = blockIdx.x; s < a.specials; s += gridDim.x) {
@@ -291,9 +282,9 @@ __global__ void __launch_bounds__(kThreads) apply_special_kernel(DecodeArgs a) {
     const uint64_t first = uint64_t{load_u32(entry, 1)} * a.block;
     const uint32_t n = min_count(a.block, a.count - first);
     for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const uint32_t c = (entry[4 + i / 4] >> (2 * (i % 4))) & 3u;
-      if (c == 0) continue;
-      float v = detail::bits_float(kValueBits[c]);
+      const uint32_t c = detail::special_class_at(entry + 4, i);
+      if (c == detail::kClassFinite) continue;
+      float v = detail::bits_float(detail::special_value_bits(c));
       float* p = a.out + first + i;
       if (a.accumulate) {
         float o;

@@ -1,8 +1,8 @@
-// Host side of the device codec (include/octet/cuda.h): validation, where the bytes live, the
-// header, the NaN/Inf list and the checksum. Scales, codes and special entries come from the
-// kernels in codec_kernels.cu; the header and CRC reuse src/codec's code, so they cannot drift.
-#include "octet/cuda.h"
-
+// liboctet_cuda.so: the device backend of the codec (src/codec/backend.h), loaded by liboctet on
+// first use. It decides where the bytes live and moves them; scales, codes and special entries come
+// from the kernels in codec_kernels.cu, and everything else of a payload (argument checks, layout,
+// header, checksum, validation) is the codec layer's shared payload assembly (payload.h), so the
+// two backends cannot drift.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -14,9 +14,11 @@
 #include <utility>
 #include <vector>
 
-#include "codec/payload.h"
+#include "codec/backend.h"
 #include "codec/tables.h"
 #include "codec_kernels.h"
+#include "octet/config.h"
+#include "octet/export.h"
 
 namespace octet {
 namespace {
@@ -39,9 +41,24 @@ void check(cudaError_t e, const char* what) {
                   cudaGetErrorString(e));
 }
 
+bool device_present(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    if (why) *why = std::string("no usable CUDA device: ") + cudaGetErrorString(e);
+    return false;
+  }
+  if (n <= 0) {
+    if (why) *why = "no CUDA device found";
+    return false;
+  }
+  return true;
+}
+
 void require_device() {
   std::string why;
-  if (!cuda_device_available(&why)) throw Error(ErrorCode::kUnavailable, why);
+  if (!device_present(&why)) throw Error(ErrorCode::kUnavailable, why);
 }
 
 [[noreturn]] void invalid(const std::string& what) {
@@ -138,14 +155,15 @@ void sync(cudaStream_t stream) {
 
 // Runs the encode kernel into body (laid out as the payload: scales at base.scales, codes at
 // base.codes) and returns the blocks that hold NaN/Inf. Throws for mixed signs (unsigned type).
-std::vector<uint32_t> encode_body(const float* d_in, size_t count, const CodecOptions& o,
+std::vector<uint32_t> encode_body(const float* d_in, size_t count, const codec::ResolvedOptions& r,
                                   const Layout& base, uint8_t* body, cudaStream_t stream) {
+  const CodecOptions& o = r.options;
   const detail::QuantTable& host_table = codec::quant_table(o.type, o.mantissa_exponent_offset);
   DeviceBuffer flags(base.blocks, stream);
   cuda_detail::EncodeArgs a{};
   a.in = d_in;
   a.count = count;
-  a.block = validate_options(o);
+  a.block = r.block;
   a.blocks = base.blocks;
   a.table = device_table(o.type, o.mantissa_exponent_offset);
   a.table_bytes = cuda_detail::table_bytes(host_table);
@@ -155,7 +173,7 @@ std::vector<uint32_t> encode_body(const float* d_in, size_t count, const CodecOp
   a.scales = body + base.scales;
   a.codes = body + base.codes;
   a.flags = flags.get();
-  a.bits = data_type_bits(o.type);
+  a.bits = r.bits;
   a.sms = sm_count();
   check(cuda_detail::launch_encode(a, stream), "encode kernel launch");
   std::vector<uint8_t> host_flags(base.blocks);
@@ -200,7 +218,7 @@ void write_checksum(uint8_t* out, bool out_on_device, const Layout& l, cudaStrea
     p = host.data();
   }
   uint8_t crc[4];
-  codec::store_u32(crc, codec::crc32_of(p, body));
+  codec::store_u32(crc, codec::crc32_of(p, body));  // body_checksum over a host copy of the body
   if (!out_on_device) {
     std::memcpy(out + l.checksum, crc, sizeof crc);
     return;
@@ -236,36 +254,10 @@ PayloadInfo read_header_anywhere(const uint8_t* payload, size_t length, bool on_
   return codec::read_header(header, length);
 }
 
-}  // namespace
-
-bool cuda_device_available(std::string* why) {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    if (why) *why = std::string("no usable CUDA device: ") + cudaGetErrorString(e);
-    return false;
-  }
-  if (n <= 0) {
-    if (why) *why = "no CUDA device found";
-    return false;
-  }
-  return true;
-}
-
-size_t encode_device(const float* d_in, size_t count, const CodecOptions& o, uint8_t* out,
-                     size_t out_capacity, void* stream_handle) {
-  const uint32_t block = validate_options(o);
-  if (count > codec::kMaxCount) invalid("count too large");
-  if (d_in == nullptr && count > 0) invalid("input is null");
-  if (out == nullptr) invalid("output is null");
-  const int bits = data_type_bits(o.type);
-  const Layout base = codec::make_layout(count, block, bits, 0, o.checksum);
-  if (out_capacity < base.size)
-    invalid("output buffer too small: " + std::to_string(out_capacity) + " < " +
-            std::to_string(base.size) + " bytes");
+size_t encode_payload(const codec::ResolvedOptions& r, const float* d_in, size_t count,
+                      uint8_t* out, size_t out_capacity, cudaStream_t stream) {
+  const codec::EncodePlan plan = codec::plan_encode(r, d_in, count, out, out_capacity);
   require_device();
-  cudaStream_t stream = static_cast<cudaStream_t>(stream_handle);
   Where in_at{true, 0};
   check(cudaGetDevice(&in_at.device), "cudaGetDevice");
   if (count > 0) in_at = locate(d_in);
@@ -276,29 +268,19 @@ size_t encode_device(const float* d_in, size_t count, const CodecOptions& o, uin
     invalid("encode_device: input and output are on different devices");
 
   // Kernels write straight into a device `out`, else into staging copied back at the end.
+  const Layout& base = plan.base;
   DeviceBuffer staging(out_at.on_device ? 0 : base.special, stream);
   uint8_t* body = out_at.on_device ? out : staging.get();
   std::vector<uint32_t> specials;
-  if (count > 0) specials = encode_body(d_in, count, o, base, body, stream);
-  const Layout l =
-      codec::make_layout(count, block, bits, static_cast<uint32_t>(specials.size()), o.checksum);
-  if (out_capacity < l.size)
-    invalid("output buffer too small for the NaN/Inf positions: need " + std::to_string(l.size) +
-            " bytes (max_encoded_size gives a safe bound)");
+  if (count > 0) specials = encode_body(d_in, count, r, base, body, stream);
+  const auto special_count = static_cast<uint32_t>(specials.size());
+  const Layout l = codec::finish_layout(plan, special_count, out_capacity);
   DeviceBuffer special_staging(out_at.on_device ? 0 : l.checksum - l.special, stream);
-  encode_special(d_in, count, block, specials,
+  encode_special(d_in, count, r.block, specials,
                  out_at.on_device ? out + l.special : special_staging.get(), stream);
 
-  PayloadInfo info;
-  info.type = o.type;
-  info.block_size = block;
-  info.count = count;
-  info.special_blocks = static_cast<uint32_t>(specials.size());
-  info.has_checksum = o.checksum;
-  info.stochastic = o.stochastic;
-  info.mantissa_exponent_offset = o.mantissa_exponent_offset;
   uint8_t header[codec::kHeaderSize];
-  codec::write_header(header, info);
+  codec::write_plan_header(header, plan, special_count);
   if (out_at.on_device) {
     copy(out, header, sizeof header, stream);
   } else {
@@ -307,15 +289,14 @@ size_t encode_device(const float* d_in, size_t count, const CodecOptions& o, uin
     copy(out + l.special, special_staging.get(), l.checksum - l.special, stream);
   }
   sync(stream);
-  if (o.checksum) write_checksum(out, out_at.on_device, l, stream);
+  if (r.options.checksum) write_checksum(out, out_at.on_device, l, stream);
   return l.size;
 }
 
-void decode_device(const uint8_t* payload, size_t length, float* d_out, size_t count,
-                   DecodeMode mode, void* stream_handle) {
+void decode_payload(const uint8_t* payload, size_t length, float* d_out, size_t count,
+                    DecodeMode mode, cudaStream_t stream) {
   if (payload == nullptr && length > 0) invalid("payload pointer is null");
   require_device();
-  cudaStream_t stream = static_cast<cudaStream_t>(stream_handle);
   const Where p_at = payload ? locate(payload) : Where{false, 0};
   const PayloadInfo info = read_header_anywhere(payload, length, p_at.on_device, stream);
   if (d_out == nullptr && count > 0) invalid("output is null");
@@ -351,4 +332,28 @@ void decode_device(const uint8_t* payload, size_t length, float* d_out, size_t c
   sync(stream);
 }
 
+class DeviceBackend final : public codec::CodecBackend {
+ public:
+  const char* name() const override { return "cuda"; }
+  bool available(std::string* why) const override { return device_present(why); }
+  size_t encode(const codec::ResolvedOptions& options, const float* in, size_t count, uint8_t* out,
+                size_t out_capacity, void* stream) const override {
+    return encode_payload(options, in, count, out, out_capacity, static_cast<cudaStream_t>(stream));
+  }
+  void decode(const uint8_t* payload, size_t length, float* out, size_t count, DecodeMode mode, int,
+              void* stream) const override {
+    decode_payload(payload, length, out, count, mode, static_cast<cudaStream_t>(stream));
+  }
+};
+
+}  // namespace
 }  // namespace octet
+
+// The one symbol liboctet_cuda exports (see codec::kDeviceEntryPoint). liboctet passes its version:
+// the two must come from the same build, since they share C++ types.
+extern "C" OCTET_API const octet::codec::CodecBackend* octet_cuda_backend_v1(
+    const char* liboctet_version) {
+  static const octet::DeviceBackend backend;
+  if (!liboctet_version || std::strcmp(liboctet_version, OCTET_VERSION_STRING) != 0) return nullptr;
+  return &backend;
+}

@@ -4,6 +4,12 @@
 // element; decode: read 1 B, write 4 B) with no other work. Every codec benchmark reports
 // `of_bound`: its element rate divided by the matching bound kernel's rate on the same size and
 // thread count, measured at start-up.
+//
+// The thread benchmarks (BM_EncodeThreads, BM_EncodeThreadPerCall) report `vs_1thread` instead:
+// their element rate divided by a single-threaded encode's rate on the same size, also measured at
+// start-up. Small tensors with threads = 0 (auto) should stay at ~1.0 (the codec keeps them on
+// the calling thread), large ones show the worker pool's speedup, and BM_EncodeThreadPerCall
+// starts a std::thread per call (the codec's former way) to show what the pool saves.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -49,32 +55,56 @@ void split(size_t n, int threads, Fn fn) {
   for (auto& th : pool) th.join();
 }
 
-// Elements per second of a bound kernel, best of several repetitions.
+// Elements per second of `batch` calls of body (each over n elements), best of at least 15
+// repetitions and 0.3 s: the machine may be shared.
+template <typename Body>
+double best_rate(size_t n, int batch, Body body) {
+  double best = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int rep = 0;
+       rep < 15 || std::chrono::steady_clock::now() - start < std::chrono::milliseconds(300);
+       ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < batch; ++i) body();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, double(n) * batch / s);
+  }
+  return best;
+}
+
+// Elements per second of a bound kernel.
 double bound_rate(bool encode_direction, size_t n, int threads) {
   static std::map<std::tuple<bool, size_t, int>, double> cache;
   auto key = std::make_tuple(encode_direction, n, threads);
   if (cache.count(key)) return cache[key];
   std::vector<float> f(n, 1.0f);
   std::vector<uint8_t> b(n, 1);
-  double best = 0;
-  // Best of at least 15 repetitions and 0.3 s: the machine may be shared.
-  const auto start = std::chrono::steady_clock::now();
-  for (int rep = 0;
-       rep < 15 || std::chrono::steady_clock::now() - start < std::chrono::milliseconds(300);
-       ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    split(n, threads, [&](size_t a, size_t z) {
-      if (encode_direction)
-        stream_encode(f.data() + a, b.data() + a, z - a);
-      else
-        stream_decode(b.data() + a, f.data() + a, z - a);
-    });
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    benchmark::DoNotOptimize(b.data());
-    benchmark::DoNotOptimize(f.data());
-    best = std::max(best, double(n) / s);
-  }
-  return cache[key] = best;
+  return cache[key] = best_rate(n, 1, [&] {
+           split(n, threads, [&](size_t a, size_t z) {
+             if (encode_direction)
+               stream_encode(f.data() + a, b.data() + a, z - a);
+             else
+               stream_decode(b.data() + a, f.data() + a, z - a);
+           });
+           benchmark::DoNotOptimize(b.data());
+           benchmark::DoNotOptimize(f.data());
+         });
+}
+
+// Elements per second of a single-threaded encode (dynamic type) of n elements: the baseline of
+// the thread benchmarks. Small tensors are timed in batches of about 2^20 elements, so that the
+// clock's own cost does not count.
+double single_thread_rate(size_t n) {
+  static std::map<size_t, double> cache;
+  if (cache.count(n)) return cache[n];
+  const std::vector<float> x = data(n);
+  octet::CodecOptions o;
+  o.threads = 1;
+  std::vector<uint8_t> out(octet::max_encoded_size(n, o));
+  const int batch = static_cast<int>(std::max<size_t>(1, (size_t{1} << 20) / n));
+  return cache[n] = best_rate(n, batch, [&] {
+           benchmark::DoNotOptimize(octet::encode(x.data(), n, o, out.data(), out.size()));
+         });
 }
 
 // Runs body once per benchmark iteration and reports the element rate, the bound kernel's rate
@@ -138,6 +168,63 @@ void BM_Decode(benchmark::State& state, octet::DataType type) {
   });
 }
 
+// Runs body once per benchmark iteration and reports the element rate and its ratio to a
+// single-threaded encode's.
+template <typename Body>
+void run_vs_single_thread(benchmark::State& state, size_t n, Body body) {
+  const double single = single_thread_rate(n);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) body();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double items = double(state.iterations()) * double(n);
+  state.SetItemsProcessed(static_cast<int64_t>(items));
+  state.counters["Gelem_s"] = items / s / 1e9;
+  state.counters["1thread_Gelem_s"] = single / 1e9;
+  state.counters["vs_1thread"] = items / s / single;
+}
+
+// Back-to-back encodes through the codec's own threading (threads = 0: auto).
+void BM_EncodeThreads(benchmark::State& state) {
+  const size_t n = state.range(0);
+  octet::CodecOptions o;
+  o.threads = static_cast<int>(state.range(1));
+  const std::vector<float> x = data(n);
+  std::vector<uint8_t> out(octet::max_encoded_size(n, o));
+  run_vs_single_thread(state, n, [&] {
+    benchmark::DoNotOptimize(octet::encode(x.data(), n, o, out.data(), out.size()));
+  });
+}
+
+// The same work with a std::thread started per call, each encoding its slice single-threaded:
+// what the codec did before its worker pool.
+void BM_EncodeThreadPerCall(benchmark::State& state) {
+  const size_t n = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  octet::CodecOptions o;
+  o.threads = 1;
+  const std::vector<float> x = data(n);
+  const size_t per = (n + threads - 1) / threads;  // split()'s slice
+  const size_t capacity = octet::max_encoded_size(per, o);
+  std::vector<uint8_t> out(threads * capacity);
+  run_vs_single_thread(state, n, [&] {
+    split(n, threads, [&](size_t a, size_t z) {
+      benchmark::DoNotOptimize(
+          octet::encode(x.data() + a, z - a, o, out.data() + a / per * capacity, capacity));
+    });
+  });
+}
+
+// (a) small tensors: auto must cost what one thread costs; (b) a large tensor: the pool's
+// speedup; (c) mid-size tensors on 2 threads, where starting threads per call would show.
+void thread_cases(benchmark::internal::Benchmark* b) {
+  for (int64_t n : {int64_t{1} << 12, int64_t{1} << 16, int64_t{1} << 24}) {
+    b->Args({n, 0});
+    b->Args({n, 1});
+  }
+  b->Args({int64_t{1} << 20, 2});
+  b->ArgNames({"n", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
 // The obvious exact quantizer: a binary search over the 256 sorted code values per element.
 void BM_EncodeLowerBound(benchmark::State& state) {
   const size_t n = state.range(0);
@@ -188,6 +275,12 @@ BENCHMARK_CAPTURE(BM_Encode, dynamic4, octet::DataType::kDynamic4, false)->Apply
 BENCHMARK_CAPTURE(BM_Decode, dynamic, octet::DataType::kDynamic)->Apply(sizes);
 BENCHMARK_CAPTURE(BM_Decode, linear, octet::DataType::kLinear)->Apply(sizes);
 BENCHMARK_CAPTURE(BM_Decode, dynamic4, octet::DataType::kDynamic4)->Apply(sizes);
+BENCHMARK(BM_EncodeThreads)->Apply(thread_cases);
+BENCHMARK(BM_EncodeThreadPerCall)
+    ->Args({int64_t{1} << 20, 2})
+    ->ArgNames({"n", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);

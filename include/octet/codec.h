@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "octet/error.h"
+#include "octet/export.h"
 
 namespace octet {
 
@@ -28,12 +29,12 @@ enum class DataType : uint8_t {
 
 // Parses "dynamic", "linear", "mantissa", "static_tree" (or "static-tree"), "dynamic_unsigned",
 // "dynamic4"; throws kInvalidArgument otherwise.
-DataType parse_data_type(std::string_view name);
-const char* data_type_name(DataType type) noexcept;
+OCTET_API DataType parse_data_type(std::string_view name);
+OCTET_API const char* data_type_name(DataType type) noexcept;
 // All data types, in enum order.
-const std::vector<DataType>& all_data_types();
-int data_type_bits(DataType type) noexcept;           // 8 or 4
-uint32_t default_block_size(DataType type) noexcept;  // 2048 for 8-bit, 128 for 4-bit
+OCTET_API const std::vector<DataType>& all_data_types();
+OCTET_API int data_type_bits(DataType type) noexcept;           // 8 or 4
+OCTET_API uint32_t default_block_size(DataType type) noexcept;  // 2048 for 8-bit, 128 for 4-bit
 
 constexpr uint32_t kMinBlockSize = 64;
 constexpr uint32_t kMaxBlockSize = 65536;
@@ -51,20 +52,20 @@ struct CodecOptions {
 };
 
 // Throws kInvalidArgument when the options are inconsistent; returns the effective block size.
-uint32_t validate_options(const CodecOptions& options);
+OCTET_API uint32_t validate_options(const CodecOptions& options);
 
 // Size of encode()'s output for `count` elements when no element is NaN/Inf (each block that
 // holds one adds 4 + block_size/4 bytes).
-size_t encoded_size(size_t count, const CodecOptions& options);
+OCTET_API size_t encoded_size(size_t count, const CodecOptions& options);
 // Upper bound of encode()'s output whatever the data (every block holding NaN/Inf): the capacity
 // to allocate before encoding.
-size_t max_encoded_size(size_t count, const CodecOptions& options);
+OCTET_API size_t max_encoded_size(size_t count, const CodecOptions& options);
 
 // Encodes count fp32 values (any alignment) into out; returns the bytes written.
 // Throws kInvalidArgument if out_capacity < the payload size (nothing useful is written then).
-size_t encode(const float* in, size_t count, const CodecOptions& options, uint8_t* out,
+OCTET_API size_t encode(const float* in, size_t count, const CodecOptions& options, uint8_t* out,
               size_t out_capacity);
-std::vector<uint8_t> encode(const std::vector<float>& in, const CodecOptions& options = {});
+OCTET_API std::vector<uint8_t> encode(const std::vector<float>& in, const CodecOptions& options = {});
 
 // What a payload's header says; inspect() validates the header (magic, version, type, block size,
 // CRC) and that `size` bytes are present, without touching the body.
@@ -78,27 +79,25 @@ struct PayloadInfo {
   int mantissa_exponent_offset = 0;
   size_t size = 0;  // total payload bytes, header included
 };
-PayloadInfo inspect(const uint8_t* payload, size_t length);
+OCTET_API PayloadInfo inspect(const uint8_t* payload, size_t length);
 
 enum class DecodeMode { kOverwrite, kAccumulate };  // out = x  or  out += x
 
 // Decodes a whole payload (length must equal its size) into out[0, count). count must equal the
 // payload's element count. Validates everything first: on error, out is untouched.
-void decode(const uint8_t* payload, size_t length, float* out, size_t count,
+OCTET_API void decode(const uint8_t* payload, size_t length, float* out, size_t count,
             DecodeMode mode = DecodeMode::kOverwrite, int threads = 0);
-std::vector<float> decode(const std::vector<uint8_t>& payload);
+OCTET_API std::vector<float> decode(const std::vector<uint8_t>& payload);
 
 // Error bound of one element after a round trip with round-to-nearest: |x - decode(encode(x))|
 // <= bound_fraction(type) * absmax(block). Stochastic rounding: twice that.
-double bound_fraction(DataType type, int mantissa_exponent_offset = 0);
+OCTET_API double bound_fraction(DataType type, int mantissa_exponent_offset = 0);
 
 // The decoded value of every code (index = code), for a unit scale. 256 entries for 8-bit types,
 // 16 for kDynamic4. Used by tests, docs and the CUDA kernels.
-std::vector<float> code_values(DataType type, int mantissa_exponent_offset = 0);
+OCTET_API std::vector<float> code_values(DataType type, int mantissa_exponent_offset = 0);
 
 // Which SIMD target the runtime dispatch picked ("AVX3", "AVX2", "EMU128" ...).
-std::string simd_target();
-// Forces the scalar reference path (for tests and benchmarks); returns the previous setting.
-bool set_force_scalar(bool force);
+OCTET_API std::string simd_target();
 
 }  // namespace octet

@@ -22,25 +22,32 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <list>
-#include <map>
 #include <memory>
 #include <string>
-#include <tuple>
 
 #include "octet/codec.h"
 #include "octet/error_feedback.h"
+#include "octet/export.h"
 #include "octet/transport.h"
 
 namespace octet {
 
+class Comm;
 namespace detail {
 class Operation;
-}
+class CommCore;
+CommCore& core(Comm& comm);
+}  // namespace detail
+class Request;
+namespace detail {
+// Starts op on comm and hands out its request (the algorithms' one way to create a Request).
+Request start_request(Comm& comm, std::shared_ptr<Operation> op);
+}  // namespace detail
 
-// A group of ranks over one transport, plus the state its collectives share: the call counter
-// that keeps the messages of concurrent operations apart, and the error-feedback residuals.
-class Comm {
+// A group of ranks over one transport, plus the state its collectives share (the call counter
+// that keeps the messages of concurrent operations apart, pending operations, error-feedback
+// residuals), which lives in the library (detail::CommCore).
+class OCTET_API Comm {
  public:
   explicit Comm(std::shared_ptr<Transport> transport);
   ~Comm();
@@ -50,29 +57,14 @@ class Comm {
   int rank() const { return transport_->rank(); }
   int size() const { return transport_->size(); }
   Transport& transport() const { return *transport_; }
-  ErrorFeedback& error_feedback() { return feedback_; }
+  ErrorFeedback& error_feedback();
   // User tags of send/recv lie in [0, max_user_tag()]; the rest of the tag space is Octet's.
   int max_user_tag() const;
 
-  // Internal (used by the algorithms): tag bases, point-to-point ordering, progress.
-  int collective_tag_base();  // the next collective call's 4 tags
-  int p2p_tag(int user_tag, bool ack) const;
-  uint64_t p2p_ticket(int peer, int tag, bool sending);
-  bool p2p_turn(int peer, int tag, bool sending, uint64_t ticket) const;
-  void p2p_done(int peer, int tag, bool sending);
-  void start(const std::shared_ptr<detail::Operation>& op);
-  void progress();                       // advances every pending operation, never blocks
-  void complete(detail::Operation& op);  // blocks until op is done (other operations progress)
-
  private:
+  friend detail::CommCore& detail::core(Comm& comm);
   std::shared_ptr<Transport> transport_;
-  ErrorFeedback feedback_;
-  uint64_t collectives_ = 0;
-  struct Turn {
-    uint64_t issued = 0, served = 0;
-  };
-  std::map<std::tuple<int, int, bool>, Turn> turns_;  // (peer, tag, sending)
-  std::list<std::shared_ptr<detail::Operation>> active_;
+  std::unique_ptr<detail::CommCore> core_;
 };
 
 struct CollectiveOptions {
@@ -87,10 +79,9 @@ struct CollectiveOptions {
 };
 
 // A pending operation. Destroying an unfinished request waits for it (errors are dropped).
-class Request {
+class OCTET_API Request {
  public:
   Request() = default;
-  Request(Comm* comm, std::shared_ptr<detail::Operation> op);
   Request(Request&&) noexcept;
   Request& operator=(Request&&) noexcept;
   ~Request();
@@ -101,44 +92,46 @@ class Request {
   void wait();
 
  private:
+  friend Request detail::start_request(Comm& comm, std::shared_ptr<detail::Operation> op);
+  OCTET_HIDDEN Request(Comm* comm, std::shared_ptr<detail::Operation> op);
   Comm* comm_ = nullptr;
   std::shared_ptr<detail::Operation> op_;
 };
 
 // Sum (or average) of every rank's in[0, count) into out[0, count) on every rank.
-void allreduce(Comm& comm, const float* in, float* out, size_t count,
-               const CollectiveOptions& options = {});
-Request iallreduce(Comm& comm, const float* in, float* out, size_t count,
-                   const CollectiveOptions& options = {});
+OCTET_API void allreduce(Comm& comm, const float* in, float* out, size_t count,
+                         const CollectiveOptions& options = {});
+OCTET_API Request iallreduce(Comm& comm, const float* in, float* out, size_t count,
+                             const CollectiveOptions& options = {});
 
 // out[0, count) on rank r = sum over ranks of in[r * count, +count).
-void reduce_scatter(Comm& comm, const float* in, float* out, size_t count,
-                    const CollectiveOptions& options = {});
-Request ireduce_scatter(Comm& comm, const float* in, float* out, size_t count,
-                        const CollectiveOptions& options = {});
+OCTET_API void reduce_scatter(Comm& comm, const float* in, float* out, size_t count,
+                              const CollectiveOptions& options = {});
+OCTET_API Request ireduce_scatter(Comm& comm, const float* in, float* out, size_t count,
+                                  const CollectiveOptions& options = {});
 
 // out[r * count, +count) = rank r's in[0, count), on every rank.
-void allgather(Comm& comm, const float* in, float* out, size_t count,
-               const CollectiveOptions& options = {});
-Request iallgather(Comm& comm, const float* in, float* out, size_t count,
-                   const CollectiveOptions& options = {});
+OCTET_API void allgather(Comm& comm, const float* in, float* out, size_t count,
+                         const CollectiveOptions& options = {});
+OCTET_API Request iallgather(Comm& comm, const float* in, float* out, size_t count,
+                             const CollectiveOptions& options = {});
 
 // buffer[0, count) of root, on every rank (root's own buffer becomes the decoded values too).
-void broadcast(Comm& comm, float* buffer, size_t count, int root,
-               const CollectiveOptions& options = {});
-Request ibroadcast(Comm& comm, float* buffer, size_t count, int root,
-                   const CollectiveOptions& options = {});
+OCTET_API void broadcast(Comm& comm, float* buffer, size_t count, int root,
+                         const CollectiveOptions& options = {});
+OCTET_API Request ibroadcast(Comm& comm, float* buffer, size_t count, int root,
+                             const CollectiveOptions& options = {});
 
 // Point-to-point transfer of a compressed tensor (paper 001's model-parallel activations). Both
 // sides must agree on count and options (else both fail with kMismatch). The sender's buffer is
 // left as it is. Transfers with the same peer and tag complete in call order.
-void send(Comm& comm, const float* buffer, size_t count, int peer, int tag,
-          const CollectiveOptions& options = {});
-Request isend(Comm& comm, const float* buffer, size_t count, int peer, int tag,
-              const CollectiveOptions& options = {});
-void recv(Comm& comm, float* buffer, size_t count, int peer, int tag,
-          const CollectiveOptions& options = {});
-Request irecv(Comm& comm, float* buffer, size_t count, int peer, int tag,
-              const CollectiveOptions& options = {});
+OCTET_API void send(Comm& comm, const float* buffer, size_t count, int peer, int tag,
+                    const CollectiveOptions& options = {});
+OCTET_API Request isend(Comm& comm, const float* buffer, size_t count, int peer, int tag,
+                        const CollectiveOptions& options = {});
+OCTET_API void recv(Comm& comm, float* buffer, size_t count, int peer, int tag,
+                    const CollectiveOptions& options = {});
+OCTET_API Request irecv(Comm& comm, float* buffer, size_t count, int peer, int tag,
+                        const CollectiveOptions& options = {});
 
 }  // namespace octet

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "octet/export.h"
+
 namespace octet {
 
 // Stable numeric values: they cross the C boundary (see octet/octet_c.h).
@@ -20,9 +22,9 @@ enum class ErrorCode : int {
   kInternal = 8,          // a bug in Octet
 };
 
-const char* error_code_name(ErrorCode code) noexcept;
+OCTET_API const char* error_code_name(ErrorCode code) noexcept;
 
-class Error : public std::runtime_error {
+class OCTET_API Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& what) : std::runtime_error(what), code_(code) {}
   ErrorCode code() const noexcept { return code_; }

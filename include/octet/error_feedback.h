@@ -10,10 +10,11 @@
 #include <vector>
 
 #include "octet/codec.h"
+#include "octet/export.h"
 
 namespace octet {
 
-class ErrorFeedback {
+class OCTET_API ErrorFeedback {
  public:
   // Encodes in[0, count) + residual(key) into out and stores the new residual
   // (in + residual - decode(out)). A key seen with a different count starts from zero.

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "octet/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -45,16 +47,31 @@ typedef struct {
 } octet_options;
 
 /* Fills *options with the defaults above. */
-void octet_options_init(octet_options* options);
+OCTET_API void octet_options_init(octet_options* options);
+
+/* The library's rules, for C callers and the shims (one source of truth: the C++ codec and
+ * include/octet/units.h). Each returns OCTET_ERR_INVALID_ARGUMENT with a one-line
+ * octet_last_error_message() when the input breaks the rule. */
+OCTET_API octet_status octet_parse_size(const char* text, uint64_t* bytes);
+/* "dynamic", "linear", "mantissa", "static_tree" (or "static-tree"), "dynamic_unsigned",
+ * "dynamic4", in any letter case. */
+OCTET_API octet_status octet_data_type_from_name(const char* name, octet_data_type* type);
+OCTET_API const char* octet_data_type_to_name(octet_data_type type); /* "unknown" if invalid */
+/* Checks the codec part of options (type, block size); *block (may be NULL) gets the effective
+ * block size. */
+OCTET_API octet_status octet_options_validate(const octet_options* options, uint32_t* block);
+/* Payload bytes of count finite fp32 values encoded with options (NaN/Inf add to it). */
+OCTET_API octet_status octet_encoded_size(size_t count, const octet_options* options,
+                                          size_t* bytes);
 
 /* A communicator: a group of ranks over one transport (MPI: see octet_mpi.h). */
 typedef struct octet_comm_s* octet_comm;
 /* A pending non-blocking operation. */
 typedef struct octet_request_s* octet_request;
 
-octet_status octet_comm_free(octet_comm comm);
-octet_status octet_comm_rank(octet_comm comm, int* rank);
-octet_status octet_comm_size(octet_comm comm, int* size);
+OCTET_API octet_status octet_comm_free(octet_comm comm);
+OCTET_API octet_status octet_comm_rank(octet_comm comm, int* rank);
+OCTET_API octet_status octet_comm_size(octet_comm comm, int* size);
 
 /* Collectives on fp32 buffers. sendbuf == recvbuf (or sendbuf == NULL) means in place.
  * count is the per-rank element count of the operation, as in MPI:
@@ -62,40 +79,42 @@ octet_status octet_comm_size(octet_comm comm, int* size);
  *  reduce_scatter: count elements out per rank (count * size in);
  *  allgather: count elements in per rank (count * size out);
  *  broadcast: count elements from root. */
-octet_status octet_allreduce(octet_comm comm, const float* sendbuf, float* recvbuf, size_t count,
-                             const octet_options* options);
-octet_status octet_reduce_scatter(octet_comm comm, const float* sendbuf, float* recvbuf,
-                                  size_t count, const octet_options* options);
-octet_status octet_allgather(octet_comm comm, const float* sendbuf, float* recvbuf, size_t count,
-                             const octet_options* options);
-octet_status octet_broadcast(octet_comm comm, float* buffer, size_t count, int root,
-                             const octet_options* options);
-octet_status octet_send(octet_comm comm, const float* buffer, size_t count, int peer, int tag,
-                        const octet_options* options);
-octet_status octet_recv(octet_comm comm, float* buffer, size_t count, int peer, int tag,
-                        const octet_options* options);
+OCTET_API octet_status octet_allreduce(octet_comm comm, const float* sendbuf, float* recvbuf,
+                                       size_t count, const octet_options* options);
+OCTET_API octet_status octet_reduce_scatter(octet_comm comm, const float* sendbuf, float* recvbuf,
+                                            size_t count, const octet_options* options);
+OCTET_API octet_status octet_allgather(octet_comm comm, const float* sendbuf, float* recvbuf,
+                                       size_t count, const octet_options* options);
+OCTET_API octet_status octet_broadcast(octet_comm comm, float* buffer, size_t count, int root,
+                                       const octet_options* options);
+OCTET_API octet_status octet_send(octet_comm comm, const float* buffer, size_t count, int peer,
+                                  int tag, const octet_options* options);
+OCTET_API octet_status octet_recv(octet_comm comm, float* buffer, size_t count, int peer, int tag,
+                                  const octet_options* options);
 
 /* Non-blocking forms: the buffers must stay valid until the request completes. */
-octet_status octet_iallreduce(octet_comm comm, const float* sendbuf, float* recvbuf, size_t count,
-                              const octet_options* options, octet_request* request);
-octet_status octet_ireduce_scatter(octet_comm comm, const float* sendbuf, float* recvbuf,
-                                   size_t count, const octet_options* options,
-                                   octet_request* request);
-octet_status octet_iallgather(octet_comm comm, const float* sendbuf, float* recvbuf, size_t count,
-                              const octet_options* options, octet_request* request);
-octet_status octet_ibroadcast(octet_comm comm, float* buffer, size_t count, int root,
-                              const octet_options* options, octet_request* request);
-octet_status octet_isend(octet_comm comm, const float* buffer, size_t count, int peer, int tag,
-                         const octet_options* options, octet_request* request);
-octet_status octet_irecv(octet_comm comm, float* buffer, size_t count, int peer, int tag,
-                         const octet_options* options, octet_request* request);
+OCTET_API octet_status octet_iallreduce(octet_comm comm, const float* sendbuf, float* recvbuf,
+                                        size_t count, const octet_options* options,
+                                        octet_request* request);
+OCTET_API octet_status octet_ireduce_scatter(octet_comm comm, const float* sendbuf, float* recvbuf,
+                                             size_t count, const octet_options* options,
+                                             octet_request* request);
+OCTET_API octet_status octet_iallgather(octet_comm comm, const float* sendbuf, float* recvbuf,
+                                        size_t count, const octet_options* options,
+                                        octet_request* request);
+OCTET_API octet_status octet_ibroadcast(octet_comm comm, float* buffer, size_t count, int root,
+                                        const octet_options* options, octet_request* request);
+OCTET_API octet_status octet_isend(octet_comm comm, const float* buffer, size_t count, int peer,
+                                   int tag, const octet_options* options, octet_request* request);
+OCTET_API octet_status octet_irecv(octet_comm comm, float* buffer, size_t count, int peer, int tag,
+                                   const octet_options* options, octet_request* request);
 /* Completes and frees *request (sets it to NULL); returns the operation's status. */
-octet_status octet_wait(octet_request* request);
+OCTET_API octet_status octet_wait(octet_request* request);
 /* *done = 1 when complete (then *request is freed and set to NULL, and the status returned). */
-octet_status octet_test(octet_request* request, int* done);
+OCTET_API octet_status octet_test(octet_request* request, int* done);
 
-const char* octet_status_string(octet_status status);
-const char* octet_last_error_message(void);
+OCTET_API const char* octet_status_string(octet_status status);
+OCTET_API const char* octet_last_error_message(void);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,7 @@ extern "C" {
 /* Duplicates comm (with PMPI_Comm_dup, so Octet's traffic never mixes with the application's and
  * a PMPI shim does not see it) and wraps it. Collective over comm. All of Octet's MPI traffic goes
  * through PMPI_ entry points. Free with octet_comm_free (collective as well). */
-octet_status octet_comm_from_mpi(MPI_Comm comm, octet_comm* out);
+OCTET_API octet_status octet_comm_from_mpi(MPI_Comm comm, octet_comm* out);
 
 #ifdef __cplusplus
 }

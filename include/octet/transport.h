@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "octet/error.h"
+#include "octet/export.h"
 
 namespace octet {
 
@@ -19,7 +20,7 @@ namespace octet {
 // octet::Error (kTransport, or kMismatch when a message did not fit its receive buffer).
 // Destroying a pending request cancels it when the backend can (receives) and otherwise lets it
 // finish in the background; the caller must then keep the buffer alive (see Transport::isend).
-class TransportRequest {
+class OCTET_API TransportRequest {
  public:
   virtual ~TransportRequest() = default;
   virtual bool test() = 0;
@@ -29,7 +30,7 @@ class TransportRequest {
 };
 using TransportRequestPtr = std::unique_ptr<TransportRequest>;
 
-class Transport {
+class OCTET_API Transport {
  public:
   virtual ~Transport() = default;
   virtual int rank() const = 0;
@@ -54,10 +55,10 @@ class Transport {
 };
 
 // Waits for every request (all of them, even after one fails) and rethrows the first error.
-void wait_all(std::vector<TransportRequestPtr>& requests);
+OCTET_API void wait_all(std::vector<TransportRequestPtr>& requests);
 
 // `size` connected in-process transports, one per rank, for ranks run as threads. Sends are
 // buffered (they complete at once); receives complete when a matching message is there.
-std::vector<std::shared_ptr<Transport>> make_thread_transports(int size);
+OCTET_API std::vector<std::shared_ptr<Transport>> make_thread_transports(int size);
 
 }  // namespace octet

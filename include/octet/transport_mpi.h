@@ -13,6 +13,6 @@ namespace octet {
 // Duplicates comm (PMPI_Comm_dup: collective over comm) with errors returned rather than fatal,
 // and wraps the duplicate; the transport frees it when destroyed (if MPI is still initialised).
 // Communication happens in the calling thread only, so MPI_THREAD_SINGLE/FUNNELED suffice.
-std::shared_ptr<Transport> make_mpi_transport(MPI_Comm comm);
+OCTET_API std::shared_ptr<Transport> make_mpi_transport(MPI_Comm comm);
 
 }  // namespace octet

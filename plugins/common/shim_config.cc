@@ -15,16 +15,6 @@ namespace {
 const char* const kOpNames[OCTET_SHIM_OP_COUNT] = {"allreduce", "iallreduce",
                                                    "reduce_scatter_block", "allgather", "bcast"};
 
-struct TypeName {
-  const char* name;
-  octet_data_type type;
-};
-const TypeName kTypes[] = {
-    {"dynamic", OCTET_TYPE_DYNAMIC},         {"linear", OCTET_TYPE_LINEAR},
-    {"mantissa", OCTET_TYPE_MANTISSA},       {"static_tree", OCTET_TYPE_STATIC_TREE},
-    {"static-tree", OCTET_TYPE_STATIC_TREE}, {"dynamic_unsigned", OCTET_TYPE_DYNAMIC_UNSIGNED},
-    {"dynamic4", OCTET_TYPE_DYNAMIC4}};
-
 std::string lower_trimmed(const char* text) {
   std::string s(text);
   size_t begin = s.find_first_not_of(" \t");
@@ -52,29 +42,10 @@ bool parse_bool(const char* text, int* out) {
   return true;
 }
 
-// A decimal count with an optional binary suffix: 65536, 64k, 64KiB, 1M.
+// The library's size grammar (include/octet/units.h): 65536, 64K, 64 KiB, 1M.
 bool parse_bytes(const char* text, uint64_t* out) {
   const std::string s = lower_trimmed(text);
-  if (s.empty() || !std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  errno = 0;
-  char* end = nullptr;
-  unsigned long long value = std::strtoull(s.c_str(), &end, 10);
-  if (errno != 0) return false;
-  const std::string suffix(end);
-  int shift = 0;
-  if (suffix.empty() || suffix == "b")
-    shift = 0;
-  else if (suffix == "k" || suffix == "kb" || suffix == "kib")
-    shift = 10;
-  else if (suffix == "m" || suffix == "mb" || suffix == "mib")
-    shift = 20;
-  else if (suffix == "g" || suffix == "gb" || suffix == "gib")
-    shift = 30;
-  else
-    return false;
-  if (shift > 0 && value > (~0ull >> shift)) return false;
-  *out = static_cast<uint64_t>(value) << shift;
-  return true;
+  return octet_parse_size(s.c_str(), out) == OCTET_OK;
 }
 
 bool parse_ops(const char* text, unsigned* out) {
@@ -101,25 +72,19 @@ bool parse_ops(const char* text, unsigned* out) {
 }
 
 bool parse_type(const char* text, octet_data_type* out) {
-  const std::string s = lower_trimmed(text);
-  for (const TypeName& t : kTypes)
-    if (s == t.name) {
-      *out = t.type;
-      return true;
-    }
-  return false;
+  return octet_data_type_from_name(lower_trimmed(text).c_str(), out) == OCTET_OK;
 }
 
-// 0 (the type's default) or a power of two in [64, 65536], as the codec requires.
-bool parse_block(const char* text, uint32_t* out) {
+// A size that the codec accepts as a block size for this type (0: the type's default); stores the
+// resolved block size.
+bool parse_block(const char* text, octet_data_type type, uint32_t* out) {
   uint64_t value = 0;
-  const std::string s = lower_trimmed(text);
-  if (s.find_first_not_of("0123456789") != std::string::npos || !parse_bytes(text, &value))
-    return false;
-  const bool power_of_two = value != 0 && (value & (value - 1)) == 0;
-  if (value != 0 && !(power_of_two && value >= 64 && value <= 65536)) return false;
-  *out = static_cast<uint32_t>(value);
-  return true;
+  if (!parse_bytes(text, &value) || value > UINT32_MAX) return false;
+  octet_options o;
+  octet_options_init(&o);
+  o.type = type;
+  o.block_size = static_cast<uint32_t>(value);
+  return octet_options_validate(&o, out) == OCTET_OK;
 }
 
 void set_defaults(octet_shim_config* c) {
@@ -135,12 +100,6 @@ void parse_bool_var(octet_shim_config* c, const char* (*lookup)(const char*), co
                     int* out) {
   const char* v = lookup(name);
   if (v && !parse_bool(v, out)) fail(c, name, v, "0 or 1");
-}
-
-uint64_t fnv1a(uint64_t h, const void* data, size_t size) {
-  const unsigned char* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
 }
 
 const char* env_lookup(const char* name) {
@@ -162,10 +121,11 @@ void octet_shim_config_parse(octet_shim_config* c, const char* (*lookup)(const c
   if ((v = lookup("OCTET_TYPE")) && !parse_type(v, &c->type))
     fail(c, "OCTET_TYPE", v,
          "dynamic, linear, mantissa, static_tree, dynamic_unsigned or dynamic4");
-  if ((v = lookup("OCTET_BLOCK")) && !parse_block(v, &c->block))
-    fail(c, "OCTET_BLOCK", v, "0 or a power of two from 64 to 65536");
+  v = lookup("OCTET_BLOCK");
+  if (!parse_block(v ? v : "0", c->type, &c->block))
+    fail(c, "OCTET_BLOCK", v ? v : "", "0 or a power of two from 64 to 65536, e.g. 4096 or 4K");
   if ((v = lookup("OCTET_MIN_BYTES")) && !parse_bytes(v, &c->min_bytes))
-    fail(c, "OCTET_MIN_BYTES", v, "a byte count such as 65536, 64k or 1M");
+    fail(c, "OCTET_MIN_BYTES", v, "a size such as 65536, 64K or 1M");
   parse_bool_var(c, lookup, "OCTET_STOCHASTIC", &c->stochastic);
   parse_bool_var(c, lookup, "OCTET_ERROR_FEEDBACK", &c->error_feedback);
   parse_bool_var(c, lookup, "OCTET_SHADOW", &c->shadow);
@@ -181,18 +141,16 @@ void octet_shim_config_from_env(octet_shim_config* config) {
   octet_shim_config_parse(config, env_lookup);
 }
 
-uint64_t octet_shim_config_hash(const octet_shim_config* c) {
-  // Field by field: the struct's padding and error text must not count.
-  uint64_t h = 14695981039346656037ull;
+void octet_shim_config_fields(const octet_shim_config* c,
+                              int64_t fields[OCTET_SHIM_CONFIG_FIELDS]) {
   // The report path itself may differ (only rank 0 writes it) but whether there is one decides
   // whether every rank joins the gathering at finalize, so that much must agree.
-  const int64_t fields[] = {c->valid,      c->enable,
-                            c->ops,        c->type,
-                            c->block,      static_cast<int64_t>(c->min_bytes),
-                            c->stochastic, c->error_feedback,
-                            c->shadow,     c->report[0] != '\0'};
-  h = fnv1a(h, fields, sizeof fields);
-  return h;
+  const int64_t f[OCTET_SHIM_CONFIG_FIELDS] = {c->valid,      c->enable,
+                                               c->ops,        c->type,
+                                               c->block,      static_cast<int64_t>(c->min_bytes),
+                                               c->stochastic, c->error_feedback,
+                                               c->shadow,     c->report[0] != '\0'};
+  std::memcpy(fields, f, sizeof f);
 }
 
 int octet_shim_config_wants(const octet_shim_config* c, octet_shim_op op) {
@@ -201,12 +159,6 @@ int octet_shim_config_wants(const octet_shim_config* c, octet_shim_op op) {
 
 const char* octet_shim_op_name(octet_shim_op op) {
   return op >= 0 && op < OCTET_SHIM_OP_COUNT ? kOpNames[op] : "unknown";
-}
-
-const char* octet_shim_type_name(octet_data_type type) {
-  for (const TypeName& t : kTypes)
-    if (t.type == type) return t.name;
-  return "unknown";
 }
 
 char* octet_shim_ops_string(unsigned ops, char* out, size_t capacity) {

@@ -1,5 +1,6 @@
 /* The configuration every Octet shim (PMPI, NCCL ...) reads from the environment, once.
- * Plain C so that any shim can include it; the parsing lives in shim_config.cc.
+ * Plain C so that any shim can include it; the parsing lives in shim_config.cc, and every rule it
+ * applies (sizes, type names, block sizes) is the library's, reached through octet_c.h.
  * The variables and their defaults are documented in plugins/pmpi/README.md. */
 #ifndef OCTET_PLUGINS_COMMON_SHIM_CONFIG_H_
 #define OCTET_PLUGINS_COMMON_SHIM_CONFIG_H_
@@ -34,7 +35,7 @@ typedef struct {
   int enable;           /* OCTET_ENABLE, default 1 */
   unsigned ops;         /* OCTET_OPS as a bit set of (1u << octet_shim_op) */
   octet_data_type type; /* OCTET_TYPE, default dynamic */
-  uint32_t block;       /* OCTET_BLOCK, 0 = the type's default */
+  uint32_t block;       /* OCTET_BLOCK resolved by the codec's rule (unset: the type's default) */
   uint64_t min_bytes;   /* OCTET_MIN_BYTES, fp32 message bytes below which calls pass through */
   int stochastic;       /* OCTET_STOCHASTIC */
   int error_feedback;   /* OCTET_ERROR_FEEDBACK */
@@ -48,17 +49,18 @@ void octet_shim_config_from_env(octet_shim_config* config);
 /* Same, with a lookup function instead of getenv (for tests); lookup returns NULL for unset. */
 void octet_shim_config_parse(octet_shim_config* config, const char* (*lookup)(const char* name));
 
-/* A 64-bit hash of everything that changes what the shim does, valid flag included. Ranks whose
- * hashes differ would take different decisions, so the shims compare it across ranks. */
-uint64_t octet_shim_config_hash(const octet_shim_config* config);
+/* Everything that changes what the shim does, valid flag included, as integers: ranks whose
+ * fields differ would take different decisions, so the shims compare them across ranks (exactly,
+ * with a MIN and a MAX reduction). */
+#define OCTET_SHIM_CONFIG_FIELDS 10
+void octet_shim_config_fields(const octet_shim_config* config,
+                              int64_t fields[OCTET_SHIM_CONFIG_FIELDS]);
 
 /* Whether the shim compresses op at all (enabled, valid and listed in OCTET_OPS). */
 int octet_shim_config_wants(const octet_shim_config* config, octet_shim_op op);
 
 /* "allreduce", "iallreduce" ... */
 const char* octet_shim_op_name(octet_shim_op op);
-/* "dynamic", "linear" ... as OCTET_TYPE spells them. */
-const char* octet_shim_type_name(octet_data_type type);
 /* Writes the ops set as a comma list ("allreduce,bcast"); returns out. */
 char* octet_shim_ops_string(unsigned ops, char* out, size_t capacity);
 

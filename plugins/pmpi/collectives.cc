@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "octet/codec.h"
 #include "shim.h"
 
 namespace octet_pmpi {
@@ -36,14 +35,13 @@ CommEntry* eligible(octet_shim_op op, uint64_t message_bytes, bool op_is_sum, MP
 }
 
 uint64_t encoded_bytes(size_t count) {
-  octet::CodecOptions codec;
-  codec.type = static_cast<octet::DataType>(state().config.type);
-  codec.block_size = state().config.block;
-  try {
-    return octet::encoded_size(count, codec);
-  } catch (...) {
-    return 4 * count;
-  }
+  octet_options o;
+  octet_options_init(&o);
+  o.type = state().config.type;
+  o.block_size = state().config.block;
+  size_t bytes = 4 * count;
+  octet_encoded_size(count, &o, &bytes);  // the configuration was validated at MPI_Init
+  return bytes;
 }
 
 // Options for one compressed call. The seed advances with the communicator's call counter, which

@@ -126,12 +126,14 @@ void octet_pmpi_f_bcast(void* buffer, MPI_Fint* count, MPI_Fint* type, MPI_Fint*
   *ierr = MPI_Bcast(bottom(buffer), *count, PMPI_Type_f2c(*type), *root, PMPI_Comm_f2c(*comm));
 }
 
-// The four manglings of each symbol, all aliases of the one implementation above.
+// The four manglings of each symbol, all aliases of the one implementation above, exported (the
+// shim is built with hidden visibility; mpi.h declares the C names visible, nothing the Fortran).
+#define OCTET_F_ALIAS(impl) __attribute__((alias(#impl), visibility("default")))
 #define OCTET_FORTRAN(impl, params, lower, lower_, lower__, upper) \
-  void lower params __attribute__((alias(#impl)));                 \
-  void lower_ params __attribute__((alias(#impl)));                \
-  void lower__ params __attribute__((alias(#impl)));               \
-  void upper params __attribute__((alias(#impl)));
+  void lower params OCTET_F_ALIAS(impl);                           \
+  void lower_ params OCTET_F_ALIAS(impl);                          \
+  void lower__ params OCTET_F_ALIAS(impl);                         \
+  void upper params OCTET_F_ALIAS(impl);
 
 #define F MPI_Fint*
 OCTET_FORTRAN(octet_pmpi_f_init, (F), mpi_init, mpi_init_, mpi_init__, MPI_INIT)
@@ -153,5 +155,6 @@ OCTET_FORTRAN(octet_pmpi_f_bcast, (void*, F, F, F, F, F), mpi_bcast, mpi_bcast_,
               MPI_BCAST)
 #undef F
 #undef OCTET_FORTRAN
+#undef OCTET_F_ALIAS
 
 }  // extern "C"

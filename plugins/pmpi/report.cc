@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "octet/codec.h"
 #include "shim.h"
 
 namespace octet_pmpi {
@@ -46,9 +45,8 @@ int bucket_of(uint64_t bytes) {
 
 nlohmann::json config_json(const octet_shim_config& c) {
   char ops[256];
-  const auto type = static_cast<octet::DataType>(c.type);
-  return {{"type", octet_shim_type_name(c.type)},
-          {"block", c.block ? c.block : octet::default_block_size(type)},
+  return {{"type", octet_data_type_to_name(c.type)},
+          {"block", c.block},
           {"min_bytes", c.min_bytes},
           {"ops", octet_shim_ops_string(c.ops, ops, sizeof ops)},
           {"enabled", c.enable != 0},

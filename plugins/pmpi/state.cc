@@ -165,11 +165,16 @@ void after_init() {
   octet_shim_config_from_env(&s.config);
   PMPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &s.world_size);
-  // MIN of (h, ~h) gives the minimum and the maximum of h in one call.
-  const uint64_t h = octet_shim_config_hash(&s.config);
-  uint64_t local[2] = {h, ~h}, all[2] = {0, 0};
-  const int rc = PMPI_Allreduce(local, all, 2, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-  s.agreed = rc == MPI_SUCCESS && all[0] == h && ~all[1] == h;
+  // MIN of (f, -f) gives the minimum and the maximum of every field in one call.
+  int64_t local[2 * OCTET_SHIM_CONFIG_FIELDS], all[2 * OCTET_SHIM_CONFIG_FIELDS];
+  octet_shim_config_fields(&s.config, local);
+  for (int i = 0; i < OCTET_SHIM_CONFIG_FIELDS; ++i)
+    local[OCTET_SHIM_CONFIG_FIELDS + i] = -local[i];
+  const int rc = PMPI_Allreduce(local, all, 2 * OCTET_SHIM_CONFIG_FIELDS, MPI_INT64_T, MPI_MIN,
+                                MPI_COMM_WORLD);
+  s.agreed = rc == MPI_SUCCESS;
+  for (int i = 0; i < OCTET_SHIM_CONFIG_FIELDS && s.agreed; ++i)
+    s.agreed = all[i] == local[i] && -all[OCTET_SHIM_CONFIG_FIELDS + i] == local[i];
   s.active = s.agreed && s.config.valid && s.config.enable;
   s.recording = s.agreed && s.config.valid && s.config.report[0] != '\0';
   explain_configuration();

@@ -13,7 +13,7 @@
 
 #include "cli/commands.h"
 #include "octet/error.h"
-#include "octet/predictor.h"
+#include "predictor/predictor.h"
 #if OCTET_HAVE_MPI
 #include <mpi.h>
 #endif

@@ -1,4 +1,5 @@
-// Encode/decode orchestration: options, block loop (multi-threaded), payload sections.
+// Encode/decode orchestration: options, block loop (multi-threaded on a worker pool), payload
+// sections.
 #include "octet/codec.h"
 
 #include <algorithm>
@@ -6,11 +7,12 @@
 #include <cmath>
 #include <cstring>
 #include <string>
-#include <thread>
 
+#include "codec/backend.h"
 #include "codec/block_kernels.h"
 #include "codec/payload.h"
 #include "codec/tables.h"
+#include "codec/worker_pool.h"
 
 namespace octet {
 namespace codec {
@@ -27,39 +29,25 @@ constexpr size_t kMinElementsPerThread = size_t{1} << 18;
 
 int thread_count(int requested, uint64_t count, uint64_t blocks) {
   if (requested == 1 || blocks < 2) return 1;
-  int hw = static_cast<int>(std::thread::hardware_concurrency());
-  if (hw < 1) hw = 1;
+  const int hw = hardware_threads();
   uint64_t n = requested > 0 ? static_cast<uint64_t>(requested) : static_cast<uint64_t>(hw);
   if (requested <= 0) n = std::min<uint64_t>(n, count / kMinElementsPerThread);
   return static_cast<int>(std::max<uint64_t>(1, std::min<uint64_t>(n, blocks)));
 }
 
-// Runs fn(first_block, end_block) over `threads` contiguous ranges of blocks.
+// Runs fn(first_block, end_block) over `threads` contiguous ranges of blocks, on the worker pool.
+// The ranges depend on `threads` alone, not on which thread runs which, so the bytes do not either.
+// One thread never touches the pool (no lock, no wakeup): small tensors cost what they cost
+// single-threaded.
 template <typename Fn>
 void for_block_ranges(uint64_t blocks, int threads, Fn fn) {
   if (threads <= 1) {
     fn(uint64_t{0}, blocks);
     return;
   }
-  std::vector<std::thread> pool;
-  pool.reserve(threads - 1);
   const uint64_t per = (blocks + threads - 1) / threads;
-  for (int t = 1; t < threads; ++t) {
-    const uint64_t b0 = std::min(blocks, per * t), b1 = std::min(blocks, per * (t + 1));
-    pool.emplace_back([=] { fn(b0, b1); });
-  }
-  fn(uint64_t{0}, std::min(blocks, per));
-  for (auto& th : pool) th.join();
-}
-
-// 2-bit classes of the special section.
-enum : uint8_t { kFinite = 0, kNaN = 1, kPosInf = 2, kNegInf = 3 };
-
-uint8_t classify(float v) {
-  const uint32_t u = detail::float_bits(v);
-  if (detail::is_finite_bits(u)) return kFinite;
-  if ((u & 0x007fffffu) != 0) return kNaN;
-  return (u >> 31) ? kNegInf : kPosInf;
+  auto range = [&](int t) { fn(std::min(blocks, per * t), std::min(blocks, per * (t + 1))); };
+  WorkerPool::instance().run(threads, range);
 }
 
 void set_code(uint8_t* codes, int bits, size_t i, uint32_t code) {
@@ -123,7 +111,8 @@ void encode_blocks(const EncodeJob& job, uint64_t b0, uint64_t b1) {
   }
 }
 
-// Writes the special section; non-finite elements get code 0 so every path emits the same bytes.
+// Writes the special section; non-finite elements get kNonFiniteCode so every path emits the same
+// bytes.
 uint8_t* write_special(const EncodeJob& job, uint8_t* out, size_t entry_bytes) {
   for (uint64_t b = 0; b < job.special->size(); ++b) {
     if (!(*job.special)[b]) continue;
@@ -135,10 +124,10 @@ uint8_t* write_special(const EncodeJob& job, uint8_t* out, size_t entry_bytes) {
     for (size_t i = 0; i < n; ++i) {
       float v;
       std::memcpy(&v, job.in + first + i, sizeof v);
-      const uint8_t c = classify(v);
-      if (c == kFinite) continue;
-      classes[i / 4] = static_cast<uint8_t>(classes[i / 4] | (c << (2 * (i % 4))));
-      set_code(job.codes, job.bits, first + i, 0);
+      const uint32_t c = detail::special_class(v);
+      if (c == detail::kClassFinite) continue;
+      classes[i / 4] = static_cast<uint8_t>(classes[i / 4] | (c << (detail::kSpecialClassBits * (i % 4))));
+      set_code(job.codes, job.bits, first + i, detail::kNonFiniteCode);
     }
     out += entry_bytes;
   }
@@ -147,15 +136,14 @@ uint8_t* write_special(const EncodeJob& job, uint8_t* out, size_t entry_bytes) {
 
 void apply_special(const uint8_t* p, const PayloadInfo& info, const Layout& l, float* out,
                    DecodeMode mode) {
-  static const float kValue[4] = {0.0f, NAN, INFINITY, -INFINITY};
   for (uint32_t s = 0; s < info.special_blocks; ++s) {
     const uint8_t* entry = p + l.special + s * l.special_entry;
     const uint64_t first = uint64_t{load_u32(entry)} * info.block_size;
     const uint64_t n = std::min<uint64_t>(info.block_size, info.count - first);
     for (uint64_t i = 0; i < n; ++i) {
-      const uint8_t c = (entry[4 + i / 4] >> (2 * (i % 4))) & 3;
-      if (c == kFinite) continue;
-      float v = kValue[c];
+      const uint32_t c = detail::special_class_at(entry + 4, static_cast<uint32_t>(i));
+      if (c == detail::kClassFinite) continue;
+      float v = detail::bits_float(detail::special_value_bits(c));
       if (mode == DecodeMode::kAccumulate) {
         float o;
         std::memcpy(&o, out + first + i, sizeof o);
@@ -187,94 +175,59 @@ void decode_blocks(const detail::QuantTable& t, const uint8_t* p, const PayloadI
 }  // namespace
 }  // namespace codec
 
-using codec::Layout;
 
-uint32_t validate_options(const CodecOptions& o) {
-  const int t = static_cast<int>(o.type);
-  if (t < 1 || t > static_cast<int>(DataType::kDynamic4))
-    throw Error(ErrorCode::kInvalidArgument, "unknown data type " + std::to_string(t));
-  const uint32_t b = o.block_size == 0 ? default_block_size(o.type) : o.block_size;
-  if (b < kMinBlockSize || b > kMaxBlockSize || (b & (b - 1)) != 0)
-    throw Error(ErrorCode::kInvalidArgument,
-                "block size " + std::to_string(b) + " must be a power of two in [64, 65536]");
-  if (o.mantissa_exponent_offset < 0 || o.mantissa_exponent_offset > 8)
-    throw Error(ErrorCode::kInvalidArgument, "mantissa exponent offset must be in 0..8");
-  if (o.type != DataType::kMantissa && o.mantissa_exponent_offset != 0)
-    throw Error(ErrorCode::kInvalidArgument,
-                "an exponent offset applies to the mantissa type only");
-  return b;
-}
+namespace codec {
 
-namespace {
-size_t encoded_size_with(size_t count, const CodecOptions& o, bool every_block_special) {
-  const uint32_t b = validate_options(o);
-  if (count > codec::kMaxCount) throw Error(ErrorCode::kInvalidArgument, "count too large");
-  const uint64_t blocks = every_block_special ? (count + b - 1) / b : 0;
-  return codec::make_layout(count, b, data_type_bits(o.type), static_cast<uint32_t>(blocks),
-                            o.checksum)
-      .size;
-}
-}  // namespace
-
-size_t encoded_size(size_t count, const CodecOptions& o) {
-  return encoded_size_with(count, o, false);
-}
-
-size_t max_encoded_size(size_t count, const CodecOptions& o) {
-  return encoded_size_with(count, o, true);
-}
-
-size_t encode(const float* in, size_t count, const CodecOptions& o, uint8_t* out,
-              size_t out_capacity) {
-  const uint32_t block = validate_options(o);
-  if (count > codec::kMaxCount) throw Error(ErrorCode::kInvalidArgument, "count too large");
-  if (in == nullptr && count > 0) throw Error(ErrorCode::kInvalidArgument, "input is null");
-  if (out == nullptr) throw Error(ErrorCode::kInvalidArgument, "output is null");
-  const int bits = data_type_bits(o.type);
-  const Layout base = codec::make_layout(count, block, bits, 0, o.checksum);
-  if (out_capacity < base.size)
-    throw Error(ErrorCode::kInvalidArgument,
-                "output buffer too small: " + std::to_string(out_capacity) + " < " +
-                    std::to_string(base.size) + " bytes");
-  std::vector<uint8_t> special(base.blocks, 0);
+size_t encode_host(const ResolvedOptions& r, const float* in, size_t count, uint8_t* out,
+                   size_t out_capacity) {
+  const EncodePlan plan = plan_encode(r, in, count, out, out_capacity);
+  const CodecOptions& o = r.options;
+  std::vector<uint8_t> special(plan.base.blocks, 0);
   std::atomic<bool> mixed{false};
-  const codec::EncodeJob job{&codec::quant_table(o.type, o.mantissa_exponent_offset),
-                             &o,
-                             in,
-                             count,
-                             block,
-                             bits,
-                             out + base.scales,
-                             out + base.codes,
-                             &special,
-                             &mixed};
-  const int threads = codec::thread_count(o.threads, count, base.blocks);
-  codec::for_block_ranges(base.blocks, threads,
-                          [&](uint64_t b0, uint64_t b1) { codec::encode_blocks(job, b0, b1); });
+  const EncodeJob job{&quant_table(o.type, o.mantissa_exponent_offset),
+                      &o,
+                      in,
+                      count,
+                      r.block,
+                      r.bits,
+                      out + plan.base.scales,
+                      out + plan.base.codes,
+                      &special,
+                      &mixed};
+  const int threads = thread_count(o.threads, count, plan.base.blocks);
+  for_block_ranges(plan.base.blocks, threads,
+                   [&](uint64_t b0, uint64_t b1) { encode_blocks(job, b0, b1); });
   if (mixed)
     throw Error(ErrorCode::kInvalidArgument,
                 "dynamic_unsigned needs blocks whose elements all have one sign");
   const uint32_t specials =
       static_cast<uint32_t>(std::count(special.begin(), special.end(), uint8_t{1}));
-  const Layout l = codec::make_layout(count, block, bits, specials, o.checksum);
-  if (out_capacity < l.size)
-    throw Error(ErrorCode::kInvalidArgument,
-                "output buffer too small for the NaN/Inf positions: need " +
-                    std::to_string(l.size) + " bytes (max_encoded_size gives a safe bound)");
-  codec::write_special(job, out + l.special, l.special_entry);
-  PayloadInfo info;
-  info.type = o.type;
-  info.block_size = block;
-  info.count = count;
-  info.special_blocks = specials;
-  info.has_checksum = o.checksum;
-  info.stochastic = o.stochastic;
-  info.mantissa_exponent_offset = o.mantissa_exponent_offset;
-  codec::write_header(out, info);
-  if (o.checksum)
-    codec::store_u32(out + l.checksum,
-                     codec::crc32_of(out + codec::kHeaderSize, l.checksum - codec::kHeaderSize));
+  const Layout l = finish_layout(plan, specials, out_capacity);
+  write_special(job, out + l.special, l.special_entry);
+  write_plan_header(out, plan, specials);
+  if (o.checksum) store_u32(out + l.checksum, body_checksum(out, l));
   return l.size;
+}
+
+void decode_host(const uint8_t* p, size_t length, float* out, size_t count, DecodeMode mode,
+                 int threads) {
+  const PayloadInfo info = read_header(p, length);
+  if (out == nullptr && count > 0) throw Error(ErrorCode::kInvalidArgument, "output is null");
+  const Layout l = checked_layout(info, length, count);
+  validate_body(p, info, l);
+  const detail::QuantTable& t = quant_table(info.type, info.mantissa_exponent_offset);
+  const int nt = thread_count(threads, info.count, l.blocks);
+  for_block_ranges(l.blocks, nt, [&](uint64_t b0, uint64_t b1) {
+    decode_blocks(t, p, info, l, out, mode, b0, b1);
+  });
+  apply_special(p, info, l, out, mode);
+}
+
+}  // namespace codec
+
+size_t encode(const float* in, size_t count, const CodecOptions& o, uint8_t* out,
+              size_t out_capacity) {
+  return codec::encode_host(codec::resolve(o), in, count, out, out_capacity);
 }
 
 std::vector<uint8_t> encode(const std::vector<float>& in, const CodecOptions& o) {
@@ -289,16 +242,7 @@ PayloadInfo inspect(const uint8_t* payload, size_t length) {
 
 void decode(const uint8_t* p, size_t length, float* out, size_t count, DecodeMode mode,
             int threads) {
-  const PayloadInfo info = codec::read_header(p, length);
-  if (out == nullptr && count > 0) throw Error(ErrorCode::kInvalidArgument, "output is null");
-  const Layout l = codec::checked_layout(info, length, count);
-  codec::validate_body(p, info, l);
-  const detail::QuantTable& t = codec::quant_table(info.type, info.mantissa_exponent_offset);
-  const int nt = codec::thread_count(threads, info.count, l.blocks);
-  codec::for_block_ranges(l.blocks, nt, [&](uint64_t b0, uint64_t b1) {
-    codec::decode_blocks(t, p, info, l, out, mode, b0, b1);
-  });
-  codec::apply_special(p, info, l, out, mode);
+  codec::decode_host(p, length, out, count, mode, threads);
 }
 
 std::vector<float> decode(const std::vector<uint8_t>& payload) {
@@ -312,8 +256,35 @@ std::string simd_target() {
   return codec::simd_target_name();
 }
 
+namespace codec {
+
 bool set_force_scalar(bool force) {
-  return codec::g_force_scalar.exchange(force);
+  return g_force_scalar.exchange(force);
 }
+
+namespace {
+
+class HostBackend final : public CodecBackend {
+ public:
+  const char* name() const override { return "host"; }
+  bool available(std::string*) const override { return true; }
+  size_t encode(const ResolvedOptions& o, const float* in, size_t count, uint8_t* out,
+                size_t out_capacity, void*) const override {
+    return encode_host(o, in, count, out, out_capacity);
+  }
+  void decode(const uint8_t* payload, size_t length, float* out, size_t count, DecodeMode mode,
+              int threads, void*) const override {
+    decode_host(payload, length, out, count, mode, threads);
+  }
+};
+
+}  // namespace
+
+const CodecBackend& host_backend() {
+  static const HostBackend backend;
+  return backend;
+}
+
+}  // namespace codec
 
 }  // namespace octet

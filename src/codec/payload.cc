@@ -65,6 +65,55 @@ uint32_t crc32_of(const uint8_t* data, size_t n) {
   return static_cast<uint32_t>(crc);
 }
 
+uint32_t body_checksum(const uint8_t* payload, const Layout& l) {
+  return crc32_of(payload + kHeaderSize, l.checksum - kHeaderSize);
+}
+
+ResolvedOptions resolve(const CodecOptions& options) {
+  ResolvedOptions r;
+  r.block = validate_options(options);
+  r.options = options;
+  r.options.block_size = r.block;
+  r.bits = data_type_bits(options.type);
+  return r;
+}
+
+EncodePlan plan_encode(const ResolvedOptions& o, const float* in, size_t count, const uint8_t* out,
+                       size_t out_capacity) {
+  if (count > kMaxCount) throw Error(ErrorCode::kInvalidArgument, "count too large");
+  if (in == nullptr && count > 0) throw Error(ErrorCode::kInvalidArgument, "input is null");
+  if (out == nullptr) throw Error(ErrorCode::kInvalidArgument, "output is null");
+  const EncodePlan plan{&o, count, make_layout(count, o.block, o.bits, 0, o.options.checksum)};
+  if (out_capacity < plan.base.size)
+    throw Error(ErrorCode::kInvalidArgument,
+                "output buffer too small: " + std::to_string(out_capacity) + " < " +
+                    std::to_string(plan.base.size) + " bytes");
+  return plan;
+}
+
+Layout finish_layout(const EncodePlan& plan, uint32_t specials, size_t out_capacity) {
+  const ResolvedOptions& o = *plan.options;
+  const Layout l = make_layout(plan.count, o.block, o.bits, specials, o.options.checksum);
+  if (out_capacity < l.size)
+    throw Error(ErrorCode::kInvalidArgument,
+                "output buffer too small for the NaN/Inf positions: need " +
+                    std::to_string(l.size) + " bytes (max_encoded_size gives a safe bound)");
+  return l;
+}
+
+void write_plan_header(uint8_t* out, const EncodePlan& plan, uint32_t specials) {
+  const CodecOptions& o = plan.options->options;
+  PayloadInfo info;
+  info.type = o.type;
+  info.block_size = plan.options->block;
+  info.count = plan.count;
+  info.special_blocks = specials;
+  info.has_checksum = o.checksum;
+  info.stochastic = o.stochastic;
+  info.mantissa_exponent_offset = o.mantissa_exponent_offset;
+  write_header(out, info);
+}
+
 Layout make_layout(uint64_t count, uint32_t block_size, int bits, uint32_t special_blocks,
                    bool checksum) {
   Layout l;
@@ -145,8 +194,7 @@ Layout checked_layout(const PayloadInfo& info, size_t length, size_t count) {
 }
 
 void validate_body(const uint8_t* p, const PayloadInfo& info, const Layout& l) {
-  if (info.has_checksum &&
-      load_u32(p + l.checksum) != crc32_of(p + kHeaderSize, l.checksum - kHeaderSize))
+  if (info.has_checksum && load_u32(p + l.checksum) != body_checksum(p, l))
     throw Error(ErrorCode::kCorruptPayload, "corrupt payload: body checksum mismatch");
   for (uint64_t b = 0; b < l.blocks; ++b)
     if (!std::isfinite(load_f32(p + l.scales + 4 * b)))

@@ -44,6 +44,34 @@ Layout checked_layout(const PayloadInfo& info, size_t length, size_t count);
 void validate_body(const uint8_t* p, const PayloadInfo& info, const Layout& l);
 
 uint32_t crc32_of(const uint8_t* data, size_t n);
+// The body CRC of a payload (everything between the header and the checksum field).
+uint32_t body_checksum(const uint8_t* payload, const Layout& l);
+
+// CodecOptions checked once, with the block size resolved: what the codec's internal entry points,
+// its backends and the collectives take, so that nothing is validated twice.
+struct ResolvedOptions {
+  CodecOptions options;  // options.block_size is the effective block size
+  uint32_t block = 0;
+  int bits = 8;
+};
+// Throws kInvalidArgument for inconsistent options (the rule of octet::validate_options).
+ResolvedOptions resolve(const CodecOptions& options);
+
+// The part of an encode that does not depend on where its bytes live, shared by the host and
+// device backends: the argument checks, the layout before and after the blocks holding NaN/Inf
+// are known, and the header.
+struct EncodePlan {
+  const ResolvedOptions* options;
+  uint64_t count;
+  Layout base;  // the layout without special blocks: where the scales and codes go
+};
+// Checks the arguments (null pointers, count, capacity for the NaN/Inf-free size).
+EncodePlan plan_encode(const ResolvedOptions& options, const float* in, size_t count,
+                       const uint8_t* out, size_t out_capacity);
+// The final layout once `specials` blocks are known to hold NaN/Inf; throws if it does not fit.
+Layout finish_layout(const EncodePlan& plan, uint32_t specials, size_t out_capacity);
+// Writes the payload header (kHeaderSize bytes) for the plan.
+void write_plan_header(uint8_t* out, const EncodePlan& plan, uint32_t specials);
 
 // Little-endian field access at any alignment.
 void store_u32(uint8_t* p, uint32_t v);

@@ -1,35 +1,12 @@
-// Names and properties of the data types.
+// Names and properties of the data types, and the rule for valid options.
 #include <algorithm>
 #include <string>
 
+#include "codec/payload.h"
 #include "codec/tables.h"
 #include "octet/codec.h"
 
 namespace octet {
-
-const char* error_code_name(ErrorCode code) noexcept {
-  switch (code) {
-    case ErrorCode::kOk:
-      return "ok";
-    case ErrorCode::kInvalidArgument:
-      return "invalid argument";
-    case ErrorCode::kCorruptPayload:
-      return "corrupt payload";
-    case ErrorCode::kTruncatedPayload:
-      return "truncated payload";
-    case ErrorCode::kUnsupported:
-      return "unsupported";
-    case ErrorCode::kUnavailable:
-      return "unavailable";
-    case ErrorCode::kMismatch:
-      return "mismatch across ranks";
-    case ErrorCode::kTransport:
-      return "transport error";
-    case ErrorCode::kInternal:
-      return "internal error";
-  }
-  return "unknown error";
-}
 
 namespace {
 struct TypeName {
@@ -93,6 +70,41 @@ double bound_fraction(DataType type, int offset) {
 std::vector<float> code_values(DataType type, int offset) {
   const detail::QuantTable& t = codec::quant_table(type, offset);
   return std::vector<float>(t.value, t.value + (size_t{1} << t.bits));
+}
+
+uint32_t validate_options(const CodecOptions& o) {
+  const int t = static_cast<int>(o.type);
+  if (t < 1 || t > static_cast<int>(DataType::kDynamic4))
+    throw Error(ErrorCode::kInvalidArgument, "unknown data type " + std::to_string(t));
+  const uint32_t b = o.block_size == 0 ? default_block_size(o.type) : o.block_size;
+  if (b < kMinBlockSize || b > kMaxBlockSize || (b & (b - 1)) != 0)
+    throw Error(ErrorCode::kInvalidArgument,
+                "block size " + std::to_string(b) + " must be a power of two in [64, 65536]");
+  if (o.mantissa_exponent_offset < 0 || o.mantissa_exponent_offset > 8)
+    throw Error(ErrorCode::kInvalidArgument, "mantissa exponent offset must be in 0..8");
+  if (o.type != DataType::kMantissa && o.mantissa_exponent_offset != 0)
+    throw Error(ErrorCode::kInvalidArgument,
+                "an exponent offset applies to the mantissa type only");
+  return b;
+}
+
+namespace {
+size_t encoded_size_with(size_t count, const CodecOptions& o, bool every_block_special) {
+  const uint32_t b = validate_options(o);
+  if (count > codec::kMaxCount) throw Error(ErrorCode::kInvalidArgument, "count too large");
+  const uint64_t blocks = every_block_special ? (count + b - 1) / b : 0;
+  return codec::make_layout(count, b, data_type_bits(o.type), static_cast<uint32_t>(blocks),
+                            o.checksum)
+      .size;
+}
+}  // namespace
+
+size_t encoded_size(size_t count, const CodecOptions& o) {
+  return encoded_size_with(count, o, false);
+}
+
+size_t max_encoded_size(size_t count, const CodecOptions& o) {
+  return encoded_size_with(count, o, true);
 }
 
 }  // namespace octet

@@ -1,6 +1,7 @@
 // Allgather: per chunk k, every rank encodes its chunk once, sends the same bytes to every peer
 // and decodes them itself, so that all ranks hold bit-identical results. Quantized once.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/collective_op.h"
@@ -78,8 +79,7 @@ class Allgather : public CollectiveOp {
 Request iallgather(Comm& comm, const float* in, float* out, size_t count,
                    const CollectiveOptions& options) {
   auto op = std::make_shared<detail::Allgather>(comm, in, out, count, options);
-  comm.start(op);
-  return Request(&comm, op);
+  return detail::start_request(comm, std::move(op));
 }
 
 void allgather(Comm& comm, const float* in, float* out, size_t count,

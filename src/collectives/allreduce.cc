@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/collective_op.h"
@@ -153,8 +154,7 @@ class Allreduce : public CollectiveOp {
 Request iallreduce(Comm& comm, const float* in, float* out, size_t count,
                    const CollectiveOptions& options) {
   auto op = std::make_shared<detail::Allreduce>(comm, in, out, count, options);
-  comm.start(op);
-  return Request(&comm, op);
+  return detail::start_request(comm, std::move(op));
 }
 
 void allreduce(Comm& comm, const float* in, float* out, size_t count,

@@ -1,6 +1,7 @@
 // Broadcast: per chunk k, the root encodes once, sends the same bytes to every peer and decodes
 // them into its own buffer, so that all ranks hold bit-identical results. Quantized once.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/collective_op.h"
@@ -68,8 +69,7 @@ class Broadcast : public CollectiveOp {
 Request ibroadcast(Comm& comm, float* buffer, size_t count, int root,
                    const CollectiveOptions& options) {
   auto op = std::make_shared<detail::Broadcast>(comm, buffer, count, root, options);
-  comm.start(op);
-  return Request(&comm, op);
+  return detail::start_request(comm, std::move(op));
 }
 
 void broadcast(Comm& comm, float* buffer, size_t count, int root,

@@ -1,8 +1,11 @@
 // The C API (octet/octet_c.h): thin wrappers that never let an exception escape.
+#include <algorithm>
+#include <cctype>
 #include <new>
 #include <string>
 
 #include "collectives/c_comm.h"
+#include "octet/units.h"
 
 namespace octet {
 namespace detail {
@@ -89,6 +92,41 @@ void octet_options_init(octet_options* options) {
   options->error_feedback_key = nullptr;
   options->min_bytes = 0;
   options->average = 0;
+}
+
+octet_status octet_parse_size(const char* text, uint64_t* bytes) {
+  return guard([&] {
+    if (!text || !bytes) throw octet::Error(octet::ErrorCode::kInvalidArgument, "null argument");
+    *bytes = octet::parse_size(text);
+  });
+}
+
+octet_status octet_data_type_from_name(const char* name, octet_data_type* type) {
+  return guard([&] {
+    if (!name || !type) throw octet::Error(octet::ErrorCode::kInvalidArgument, "null argument");
+    std::string lower(name);
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    *type = static_cast<octet_data_type>(octet::parse_data_type(lower));
+  });
+}
+
+const char* octet_data_type_to_name(octet_data_type type) {
+  return octet::data_type_name(static_cast<octet::DataType>(type));
+}
+
+octet_status octet_options_validate(const octet_options* options, uint32_t* block) {
+  return guard([&] {
+    const uint32_t b = octet::validate_options(convert(options).codec);
+    if (block) *block = b;
+  });
+}
+
+octet_status octet_encoded_size(size_t count, const octet_options* options, size_t* bytes) {
+  return guard([&] {
+    if (!bytes) throw octet::Error(octet::ErrorCode::kInvalidArgument, "null argument");
+    *bytes = octet::encoded_size(count, convert(options).codec);
+  });
 }
 
 octet_status octet_comm_free(octet_comm comm) {

@@ -18,7 +18,7 @@ class CollectiveOp : public Pipeline {
   CollectiveOp(Comm& comm, int stages, const CollectiveOptions& options)
       : Pipeline(comm, 0, stages, options.window),
         options_(options),
-        tag_(comm.collective_tag_base()) {}
+        tag_(core(comm).collective_tag_base()) {}
 
  protected:
   // Builds the wire, runs `check` (returns "" or why the arguments are invalid; sets the unit

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "collectives/comm_core.h"
 #include "octet/collectives.h"
 
 namespace octet {

@@ -3,6 +3,7 @@
 // own fp32 values in rank order. Each element is quantized once; nothing is re-encoded.
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/collective_op.h"
@@ -90,8 +91,7 @@ class ReduceScatter : public CollectiveOp {
 Request ireduce_scatter(Comm& comm, const float* in, float* out, size_t count,
                         const CollectiveOptions& options) {
   auto op = std::make_shared<detail::ReduceScatter>(comm, in, out, count, options);
-  comm.start(op);
-  return Request(&comm, op);
+  return detail::start_request(comm, std::move(op));
 }
 
 void reduce_scatter(Comm& comm, const float* in, float* out, size_t count,

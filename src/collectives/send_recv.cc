@@ -3,9 +3,11 @@
 // sides with kMismatch before any data moves. Then the chunks are encoded and sent one by one
 // (pipelined). Transfers with the same peer and tag run one after the other, in call order.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/handshake.h"
+#include "collectives/comm_core.h"
 #include "collectives/operation.h"
 
 namespace octet {
@@ -33,8 +35,8 @@ class PointToPoint : public Pipeline {
     if (user_tag < 0 || user_tag > comm.max_user_tag())
       throw Error(ErrorCode::kInvalidArgument, "tag " + std::to_string(user_tag) + " outside [0, " +
                                                    std::to_string(comm.max_user_tag()) + "]");
-    tag_ = comm.p2p_tag(user_tag, false);
-    ack_tag_ = comm.p2p_tag(user_tag, true);
+    tag_ = core(comm).p2p_tag(user_tag, false);
+    ack_tag_ = core(comm).p2p_tag(user_tag, true);
     uint8_t signs = 0;
     try {
       wire_ = std::make_unique<Wire>(comm, o, count * sizeof(float));
@@ -47,13 +49,13 @@ class PointToPoint : public Pipeline {
     mine_ = make_descriptor(OpKind::kSendRecv, count, -1,
                             local_error_.empty() ? wire_.get() : nullptr, o, local_error_);
     if (local_error_.empty()) set_units(chunks_in(count, wire_->chunk_elements()));
-    ticket_ = comm.p2p_ticket(peer, tag_, sending);
+    ticket_ = core(comm).p2p_ticket(peer, tag_, sending);
   }
 
  private:
   bool prologue() override {
     if (!turn_) {
-      if (!comm_.p2p_turn(peer_, tag_, sending_, ticket_)) return false;
+      if (!core(comm_).p2p_turn(peer_, tag_, sending_, ticket_)) return false;
       turn_ = true;
       post_descriptors();
     }
@@ -121,7 +123,7 @@ class PointToPoint : public Pipeline {
   }
 
   void finished() override {
-    if (turn_) comm_.p2p_done(peer_, tag_, sending_);
+    if (turn_) core(comm_).p2p_done(peer_, tag_, sending_);
   }
 
   float* buffer_;
@@ -140,8 +142,7 @@ class PointToPoint : public Pipeline {
 Request start(Comm& comm, float* buffer, size_t count, int peer, int tag,
               const CollectiveOptions& options, bool sending) {
   auto op = std::make_shared<PointToPoint>(comm, buffer, count, peer, tag, options, sending);
-  comm.start(op);
-  return Request(&comm, op);
+  return detail::start_request(comm, std::move(op));
 }
 
 }  // namespace

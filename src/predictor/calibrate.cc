@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "octet/codec.h"
-#include "octet/predictor.h"
+#include "predictor/predictor.h"
 #include "predictor/internal.h"
 
 namespace octet {

@@ -4,7 +4,7 @@
 #include <functional>
 #include <string>
 
-#include "octet/predictor.h"
+#include "predictor/predictor.h"
 
 namespace octet {
 namespace predictor {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "octet/error.h"
-#include "octet/predictor.h"
+#include "predictor/predictor.h"
 #include "predictor/internal.h"
 
 namespace octet {

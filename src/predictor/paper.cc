@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "octet/predictor.h"
+#include "predictor/predictor.h"
 
 namespace octet {
 namespace predictor {

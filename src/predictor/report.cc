@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "octet/error.h"
-#include "octet/predictor.h"
+#include "predictor/predictor.h"
 #include "predictor/internal.h"
 
 namespace octet {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "octet/predictor.h"
+#include "predictor/predictor.h"
 #include "predictor/internal.h"
 
 namespace octet {

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "octet/predictor.h"
+#include "predictor/predictor.h"
 #include "predictor/internal.h"
 
 namespace octet {

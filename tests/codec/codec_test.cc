@@ -2,14 +2,26 @@
 // scalar bit identity, threads, unaligned pointers.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <thread>
+
+#if !defined(_WIN32)
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
 #include <hwy/targets.h>
 
+#include "codec/backend.h"
+#include "codec/worker_pool.h"
 #include "test_util.h"
 
 namespace octet {
@@ -185,9 +197,9 @@ void expect_simd_equals_scalar(DataType type) {
         o.seed = n;
         o.index_offset = (uint64_t{1} << 32) - 100;  // crosses the 2^32 boundary of the stream
         std::vector<uint8_t> simd(max_encoded_size(n, o)), scalar(simd.size());
-        set_force_scalar(true);
+        octet::codec::set_force_scalar(true);
         const size_t ns = encode(x, n, o, scalar.data(), scalar.size());
-        set_force_scalar(false);
+        octet::codec::set_force_scalar(false);
         const size_t nv = encode(x, n, o, simd.data(), simd.size());
         ASSERT_EQ(ns, nv);
         ASSERT_EQ(0, std::memcmp(simd.data(), scalar.data(), ns))
@@ -196,9 +208,9 @@ void expect_simd_equals_scalar(DataType type) {
         float* yv = reinterpret_cast<float*>(out.data() + misalign);
         std::vector<float> ys(n, 0.5f);
         for (size_t i = 0; i < n; ++i) std::memcpy(yv + i, &ys[i], 4);
-        set_force_scalar(true);
+        octet::codec::set_force_scalar(true);
         decode(scalar.data(), ns, ys.data(), n, DecodeMode::kAccumulate);
-        set_force_scalar(false);
+        octet::codec::set_force_scalar(false);
         decode(simd.data(), nv, yv, n, DecodeMode::kAccumulate);
         ASSERT_TRUE(n == 0 || std::memcmp(yv, ys.data(), n * 4) == 0)
             << "n=" << n << " " << simd_target();
@@ -239,6 +251,135 @@ TEST(Codec, ThreadsDoNotChangeTheBytes) {
   decode(a.data(), a.size(), ya.data(), ya.size(), DecodeMode::kOverwrite, 1);
   decode(b.data(), b.size(), yb.data(), yb.size(), DecodeMode::kOverwrite, 4);
   EXPECT_EQ(0, std::memcmp(ya.data(), yb.data(), 4 * x.size()));
+}
+
+// Payloads and decodes for a tensor of a few million elements, with NaN/Inf in several ranges,
+// whatever the thread count (1: calling thread only; 0: auto; 7 > cores: more ranges than workers).
+TEST(Codec, EveryThreadCountGivesTheSameBytesAndFloats) {
+  std::vector<float> x = mixed_data((size_t{3} << 20) + 333, 6);
+  for (size_t i : {size_t{5}, x.size() / 3, x.size() / 2 + 1, x.size() - 1})
+    x[i] = std::numeric_limits<float>::quiet_NaN();
+  for (DataType type : {DataType::kDynamic, DataType::kDynamic4}) {
+    CodecOptions o = options_for(type);
+    o.stochastic = type == DataType::kDynamic4;
+    o.threads = 1;
+    const std::vector<uint8_t> expected = encode(x, o);
+    std::vector<float> expected_y(x.size());
+    decode(expected.data(), expected.size(), expected_y.data(), x.size(), DecodeMode::kOverwrite,
+           1);
+    for (int threads : {0, 1, 2, 3, 7}) {
+      o.threads = threads;
+      ASSERT_EQ(encode(x, o), expected) << data_type_name(type) << " threads=" << threads;
+      std::vector<float> y(x.size());
+      decode(expected.data(), expected.size(), y.data(), y.size(), DecodeMode::kOverwrite, threads);
+      ASSERT_EQ(0, std::memcmp(y.data(), expected_y.data(), 4 * x.size()))
+          << data_type_name(type) << " threads=" << threads;
+    }
+  }
+}
+
+// Several application threads (an MPI_THREAD_MULTIPLE program on several communicators) share
+// the worker pool.
+TEST(Codec, ConcurrentCallersGetTheSingleThreadedBytes) {
+  const std::vector<float> x = mixed_data(size_t{1} << 21, 7);
+  CodecOptions one;
+  one.threads = 1;
+  const std::vector<uint8_t> expected = encode(x, one);
+  constexpr int kCallers = 4, kRounds = 5;
+  std::vector<int> mismatches(kCallers, 0);
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c)
+    callers.emplace_back([&, c] {
+      CodecOptions o;
+      o.threads = 0;
+      std::vector<float> y(x.size());
+      for (int r = 0; r < kRounds; ++r) {
+        const std::vector<uint8_t> p = encode(x, o);
+        if (p != expected) ++mismatches[c];
+        decode(p.data(), p.size(), y.data(), y.size(), DecodeMode::kOverwrite, 0);
+        if (y != decode(expected)) ++mismatches[c];
+      }
+    });
+  for (auto& t : callers) t.join();
+  for (int c = 0; c < kCallers; ++c) EXPECT_EQ(mismatches[c], 0) << "caller " << c;
+}
+
+TEST(WorkerPool, RethrowsTheFirstExceptionOnceNoPartRuns) {
+  std::atomic<int> running{0}, ran{0};
+  auto part = [&](int p) {
+    ++running;
+    ++ran;
+    if (p == 2) {
+      --running;
+      throw std::runtime_error("part 2");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    --running;
+  };
+  try {
+    codec::WorkerPool::instance().run(8, part);
+    FAIL() << "the exception of part 2 must reach the caller";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "part 2");
+  }
+  EXPECT_EQ(running.load(), 0);
+  EXPECT_GE(ran.load(), 3);  // parts 0-2 ran; later ones may have been skipped
+  std::atomic<int> sum{0};
+  auto add = [&](int p) { sum += p; };
+  codec::WorkerPool::instance().run(8, add);  // the pool still works
+  EXPECT_EQ(sum.load(), 28);
+}
+
+// A part that submits a job itself (as a caller thread could) must not deadlock the pool.
+TEST(WorkerPool, NestedJobsFinish) {
+  std::atomic<int> leaves{0};
+  auto outer = [&](int) {
+    auto inner = [&](int) { ++leaves; };
+    codec::WorkerPool::instance().run(5, inner);
+  };
+  codec::WorkerPool::instance().run(6, outer);
+  EXPECT_EQ(leaves.load(), 30);
+}
+
+// A child forked while the parent's pool is running (its mutex may be held by a worker that does
+// not exist in the child) still encodes multi-threaded and gets the same bytes.
+TEST(Codec, ForkedChildEncodesWithThreads) {
+#if defined(_WIN32)
+  GTEST_SKIP() << "no fork() on this platform";
+#else
+  const std::vector<float> x = mixed_data(size_t{1} << 21, 8);
+  CodecOptions o;
+  o.threads = 3;
+  const std::vector<uint8_t> expected = encode(x, o);  // starts the pool in this process
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    while (!stop) encode(x, o);
+  });
+  for (int round = 0; round < 10; ++round) {
+    const pid_t pid = fork();
+    if (pid < 0) {
+      stop = true;
+      busy.join();
+      GTEST_SKIP() << "fork failed: " << std::strerror(errno);
+    }
+    if (pid == 0) {
+      // The child reports through its exit status only; _exit skips gtest's and the parent's
+      // atexit work.
+      bool same = false;
+      try {
+        same = encode(x, o) == expected && encode(x, o) == expected;
+      } catch (...) {
+      }
+      _exit(same ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "round " << round;
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "round " << round;
+  }
+  stop = true;
+  busy.join();
+#endif
 }
 
 TEST(Codec, AccumulateAddsTheDecodedValues) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "octet/error_feedback.h"
+#include "codec/backend.h"
 #include "test_util.h"
 
 namespace octet {
@@ -78,9 +79,9 @@ TEST(Stochastic, IsReproducibleAndIndependentOfChunking) {
 TEST(Stochastic, ScalarAndSimdAgree) {
   const std::vector<float> x = normal_data(3001, 8);
   const CodecOptions o = stochastic(DataType::kDynamic, 5);
-  set_force_scalar(true);
+  octet::codec::set_force_scalar(true);
   const std::vector<uint8_t> a = encode(x, o);
-  set_force_scalar(false);
+  octet::codec::set_force_scalar(false);
   EXPECT_EQ(a, encode(x, o));
 }
 

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "shim_config.h"
 
@@ -27,7 +28,7 @@ TEST(ShimConfig, DefaultsCompressTheGradientReductions) {
   EXPECT_TRUE(c.valid);
   EXPECT_TRUE(c.enable);
   EXPECT_EQ(c.type, OCTET_TYPE_DYNAMIC);
-  EXPECT_EQ(c.block, 0u);
+  EXPECT_EQ(c.block, 2048u);  // resolved once, by the codec's rule
   EXPECT_EQ(c.min_bytes, 65536u);
   EXPECT_TRUE(octet_shim_config_wants(&c, OCTET_SHIM_OP_ALLREDUCE));
   EXPECT_TRUE(octet_shim_config_wants(&c, OCTET_SHIM_OP_IALLREDUCE));
@@ -91,12 +92,14 @@ TEST(ShimConfig, BadValuesAreNamedAndInvalidateEverything) {
   }
 }
 
-TEST(ShimConfig, HashSeesWhatChangesDecisions) {
-  const uint64_t base = octet_shim_config_hash(&static_cast<const octet_shim_config&>(parse({})));
+TEST(ShimConfig, AgreedFieldsSeeWhatChangesDecisions) {
   auto hash = [](std::map<std::string, std::string> env) {
     const octet_shim_config c = parse(std::move(env));
-    return octet_shim_config_hash(&c);
+    std::vector<int64_t> fields(OCTET_SHIM_CONFIG_FIELDS);
+    octet_shim_config_fields(&c, fields.data());
+    return fields;
   };
+  const std::vector<int64_t> base = hash({});
   EXPECT_EQ(hash({}), base);
   EXPECT_EQ(hash({{"OCTET_MIN_BYTES", "64k"}}), base);  // same value, other spelling
   EXPECT_NE(hash({{"OCTET_MIN_BYTES", "1024"}}), base);
@@ -108,6 +111,23 @@ TEST(ShimConfig, HashSeesWhatChangesDecisions) {
   // Only rank 0 writes the report, so the path may differ, but not whether there is one.
   EXPECT_EQ(hash({{"OCTET_REPORT", "/a"}}), hash({{"OCTET_REPORT", "/b"}}));
   EXPECT_NE(hash({{"OCTET_REPORT", "/a"}}), base);
+}
+
+}  // namespace
+
+namespace {
+
+// The shim applies the library's rules, not copies of them: the size grammar for OCTET_BLOCK and
+// OCTET_MIN_BYTES, the type's default block size, type names in any case.
+TEST(ShimConfig, UsesTheLibrarysRules) {
+  EXPECT_EQ(parse({{"OCTET_BLOCK", "4K"}}).block, 4096u);
+  EXPECT_EQ(parse({{"OCTET_MIN_BYTES", "64 KiB"}}).min_bytes, 65536u);
+  EXPECT_EQ(parse({{"OCTET_MIN_BYTES", "1.5K"}}).min_bytes, 1536u);
+  EXPECT_FALSE(parse({{"OCTET_MIN_BYTES", "1.1K"}}).valid);
+  EXPECT_EQ(parse({{"OCTET_TYPE", "dynamic4"}}).block, 128u);
+  const octet_shim_config upper = parse({{"OCTET_TYPE", "Static-Tree"}});
+  EXPECT_TRUE(upper.valid) << upper.error;
+  EXPECT_EQ(upper.type, OCTET_TYPE_STATIC_TREE);
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "octet/predictor.h"
+#include "predictor/predictor.h"
 
 namespace octet {
 namespace predictor {

@@ -75,6 +75,34 @@ OCTET_HD bool is_finite_bits(uint32_t u) {
   return (u & kExpMask) != kExpMask;
 }
 
+// The special section's 2-bit class of an element (docs/wire-format.md): non-finite elements are
+// coded 0 and their class restores them on decode.
+enum SpecialClass : uint32_t {
+  kClassFinite = 0,
+  kClassNaN = 1,
+  kClassPosInf = 2,
+  kClassNegInf = 3
+};
+constexpr uint32_t kSpecialClassBits = 2;
+constexpr uint32_t kNonFiniteCode = 0;  // the code a non-finite element gets
+
+OCTET_HD uint32_t special_class(float v) {
+  const uint32_t u = float_bits(v);
+  if (is_finite_bits(u)) return kClassFinite;
+  if ((u & 0x007fffffu) != 0) return kClassNaN;
+  return (u >> 31) ? kClassNegInf : kClassPosInf;
+}
+
+// The bits of the value a non-finite class decodes to; the NaN is the canonical quiet NaN.
+OCTET_HD uint32_t special_value_bits(uint32_t cls) {
+  return cls == kClassNaN ? 0x7fc00000u : cls == kClassPosInf ? 0x7f800000u : 0xff800000u;
+}
+
+// The class of element i (0-based within its block) in a special entry's class bytes.
+OCTET_HD uint32_t special_class_at(const uint8_t* classes, uint32_t i) {
+  return (classes[i / 4] >> (kSpecialClassBits * (i % 4))) & 3u;
+}
+
 // Per-block normalisation. The scale is the block's finite element of largest magnitude, with its
 // sign (ties between +m and -m pick +m); a zero scale means an all-zero (or all non-finite) block.
 struct BlockScale {
