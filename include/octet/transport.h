@@ -48,14 +48,7 @@ class OCTET_API Transport {
   // Lets pending transfers progress (MPI without a progress thread only moves data inside MPI
   // calls); the collectives call it between encodes. Never blocks.
   virtual void poll() {}
-
-  // Blocking forms.
-  void send(const void* data, size_t bytes, int peer, int tag);
-  size_t recv(void* data, size_t capacity, int peer, int tag);
 };
-
-// Waits for every request (all of them, even after one fails) and rethrows the first error.
-OCTET_API void wait_all(std::vector<TransportRequestPtr>& requests);
 
 // `size` connected in-process transports, one per rank, for ranks run as threads. Sends are
 // buffered (they complete at once); receives complete when a matching message is there.

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "octet/error.h"
 #include "octet/export.h"
 
 namespace octet {

@@ -28,8 +28,8 @@ class Allgather : public CollectiveOp {
  private:
   std::string check() {
     std::string e = check_buffers(in_, out_, count_);
-    if (e.empty()) e = check_input(in_, count_, *wire_, &signs_);
-    if (e.empty()) set_units(chunks_in(count_, wire_->chunk_elements()));
+    if (e.empty()) e = check_input(in_, count_, *chunk_codec_, &signs_);
+    if (e.empty()) set_units(chunks_in(count_, chunk_codec_->chunk_elements()));
     return e;
   }
 
@@ -43,29 +43,29 @@ class Allgather : public CollectiveOp {
   void run_stage(Unit& base, size_t k, int stage) override {
     auto& u = static_cast<AllgatherUnit&>(base);
     const int me = comm_.rank(), p = comm_.size();
-    const Span c = chunk_of({0, count_}, wire_->chunk_elements(), k);
+    const Span c = chunk_of({0, count_}, chunk_codec_->chunk_elements(), k);
     if (stage == 0) {
       for (int i = 1; i < p; ++i) {
         const int peer = (me + i) % p;
-        u.parts[peer].resize(wire_->capacity(c.size));
+        u.parts[peer].resize(chunk_codec_->capacity(c.size));
         u.await(1, sized_recv(comm_.transport(), u.parts[peer], u.bytes[peer], peer, tag(1)));
       }
       if (p == 1) {  // nothing travels, nothing is quantized
         std::copy(in_ + c.begin, in_ + c.begin + c.size, out_ + c.begin);
         return;
       }
-      Bytes b = wire_->encode(in_ + c.begin, c.size, c.begin, 1 + me,
+      Bytes b = chunk_codec_->encode(in_ + c.begin, c.size, c.begin, 1 + me,
                               "allgather/" + std::to_string(k) + "/" + std::to_string(p));
       for (int i = 1; i < p; ++i) {
         const int peer = (me + p - i) % p;
         u.await(2, comm_.transport().isend(b->data(), b->size(), peer, tag(1), b));
       }
-      wire_->decode(*b, b->size(), out_ + count_ * me + c.begin, c.size, false, me);
+      chunk_codec_->decode(*b, b->size(), out_ + count_ * me + c.begin, c.size, false, me);
       return;
     }
     for (int r = 0; r < p; ++r)
       if (r != me)
-        wire_->decode(u.parts[r], u.bytes[r], out_ + count_ * r + c.begin, c.size, false, r);
+        chunk_codec_->decode(u.parts[r], u.bytes[r], out_ + count_ * r + c.begin, c.size, false, r);
   }
 
   const float* in_;

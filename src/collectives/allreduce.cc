@@ -35,10 +35,10 @@ class Allreduce : public CollectiveOp {
   std::string check() {
     std::string e = check_buffers(in_, out_, count_);
     if (!e.empty()) return e;
-    e = check_input(in_, count_, *wire_, &signs_);
+    e = check_input(in_, count_, *chunk_codec_, &signs_);
     if (!e.empty()) return e;
     const int p = comm_.size();
-    const size_t a = wire_->align(), blocks = (count_ + a - 1) / a;
+    const size_t a = chunk_codec_->align(), blocks = (count_ + a - 1) / a;
     size_t most = 0;
     for (int r = 0; r < p; ++r) {  // whole blocks per segment, as even as possible
       const size_t b0 = blocks * r / p, b1 = blocks * (r + 1) / p;
@@ -46,12 +46,12 @@ class Allreduce : public CollectiveOp {
       segments_.push_back({begin, end - begin});
       most = std::max(most, end - begin);
     }
-    set_units(chunks_in(most, wire_->chunk_elements()));
+    set_units(chunks_in(most, chunk_codec_->chunk_elements()));
     return "";
   }
 
   Span piece(int rank, size_t k) const {
-    return chunk_of(segments_[rank], wire_->chunk_elements(), k);
+    return chunk_of(segments_[rank], chunk_codec_->chunk_elements(), k);
   }
   std::string slot(const char* what, int rank, size_t k) const {
     return std::string("allreduce/") + what + "/" + std::to_string(rank) + "/" + std::to_string(k) +
@@ -83,12 +83,12 @@ class Allreduce : public CollectiveOp {
     for (int i = 1; i < p; ++i) {
       const int peer = (me + i) % p;
       if (mine.size) {
-        u.contributions[peer].resize(wire_->capacity(mine.size));
+        u.contributions[peer].resize(chunk_codec_->capacity(mine.size));
         u.await(1, recv(u.contributions[peer], u.contribution_bytes[peer], peer, tag(1)));
       }
       const Span theirs = piece(peer, k);
       if (theirs.size) {
-        u.reduced[peer].resize(wire_->capacity(theirs.size));
+        u.reduced[peer].resize(chunk_codec_->capacity(theirs.size));
         u.await(2, recv(u.reduced[peer], u.reduced_bytes[peer], peer, tag(2)));
       }
     }
@@ -96,7 +96,7 @@ class Allreduce : public CollectiveOp {
       const int peer = (me + i) % p;
       const Span s = piece(peer, k);
       if (!s.size) continue;
-      Bytes b = wire_->encode(in_ + s.begin, s.size, s.begin, 1 + me, slot("in", peer, k));
+      Bytes b = chunk_codec_->encode(in_ + s.begin, s.size, s.begin, 1 + me, slot("in", peer, k));
       u.await(3, t.isend(b->data(), b->size(), peer, tag(1), b));
     }
   }
@@ -119,17 +119,17 @@ class Allreduce : public CollectiveOp {
       if (r == me) {
         for (size_t i = 0; i < m.size; ++i) sum[i] += in_[m.begin + i];
       } else {
-        wire_->decode(u.contributions[r], u.contribution_bytes[r], sum.data(), m.size, true, r);
+        chunk_codec_->decode(u.contributions[r], u.contribution_bytes[r], sum.data(), m.size, true, r);
       }
     }
     if (options_.average)
       for (float& v : sum) v /= static_cast<float>(p);
-    Bytes b = wire_->encode(sum.data(), m.size, m.begin, 0x1000 + me, slot("sum", me, k));
+    Bytes b = chunk_codec_->encode(sum.data(), m.size, m.begin, 0x1000 + me, slot("sum", me, k));
     for (int i = 1; i < p; ++i) {
       const int peer = (me + i) % p;
       u.await(3, comm_.transport().isend(b->data(), b->size(), peer, tag(2), b));
     }
-    wire_->decode(*b, b->size(), out_ + m.begin, m.size, false, me);
+    chunk_codec_->decode(*b, b->size(), out_ + m.begin, m.size, false, me);
   }
 
   // Stage 2: decode every other owner's reduced chunk.
@@ -138,7 +138,7 @@ class Allreduce : public CollectiveOp {
     for (int r = 0; r < p; ++r) {
       const Span s = piece(r, k);
       if (r == me || !s.size) continue;
-      wire_->decode(u.reduced[r], u.reduced_bytes[r], out_ + s.begin, s.size, false, r);
+      chunk_codec_->decode(u.reduced[r], u.reduced_bytes[r], out_ + s.begin, s.size, false, r);
     }
   }
 

@@ -29,8 +29,8 @@ class Broadcast : public CollectiveOp {
       return "root " + std::to_string(root_) + " outside a group of " +
              std::to_string(comm_.size());
     std::string e = check_buffers(buffer_, buffer_, count_);
-    if (e.empty() && comm_.rank() == root_) e = check_input(buffer_, count_, *wire_, &signs_);
-    if (e.empty()) set_units(chunks_in(count_, wire_->chunk_elements()));
+    if (e.empty() && comm_.rank() == root_) e = check_input(buffer_, count_, *chunk_codec_, &signs_);
+    if (e.empty()) set_units(chunks_in(count_, chunk_codec_->chunk_elements()));
     return e;
   }
 
@@ -39,23 +39,23 @@ class Broadcast : public CollectiveOp {
   void run_stage(Unit& base, size_t k, int stage) override {
     auto& u = static_cast<BroadcastUnit&>(base);
     const int me = comm_.rank(), p = comm_.size();
-    const Span c = chunk_of({0, count_}, wire_->chunk_elements(), k);
+    const Span c = chunk_of({0, count_}, chunk_codec_->chunk_elements(), k);
     if (p == 1) return;  // nothing travels, nothing is quantized
     if (me != root_) {
       if (stage == 0) {
-        u.part.resize(wire_->capacity(c.size));
+        u.part.resize(chunk_codec_->capacity(c.size));
         u.await(1, sized_recv(comm_.transport(), u.part, u.bytes, root_, tag(1)));
       } else {
-        wire_->decode(u.part, u.bytes, buffer_ + c.begin, c.size, false, root_);
+        chunk_codec_->decode(u.part, u.bytes, buffer_ + c.begin, c.size, false, root_);
       }
       return;
     }
     if (stage != 0) return;
     Bytes b =
-        wire_->encode(buffer_ + c.begin, c.size, c.begin, 1 + me, "broadcast/" + std::to_string(k));
+        chunk_codec_->encode(buffer_ + c.begin, c.size, c.begin, 1 + me, "broadcast/" + std::to_string(k));
     for (int i = 1; i < p; ++i)
       u.await(2, comm_.transport().isend(b->data(), b->size(), (me + i) % p, tag(1), b));
-    wire_->decode(*b, b->size(), buffer_ + c.begin, c.size, false, me);
+    chunk_codec_->decode(*b, b->size(), buffer_ + c.begin, c.size, false, me);
   }
 
   float* buffer_;

@@ -1,4 +1,4 @@
-// The common start of every collective: options checked into a Wire, local arguments checked,
+// The common start of every collective: options checked into a ChunkCodec, local arguments checked,
 // then the descriptor exchange as the pipeline's prologue.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 #include "collectives/handshake.h"
 #include "collectives/operation.h"
-#include "collectives/wire.h"
+#include "collectives/chunk_codec.h"
 
 namespace octet {
 namespace detail {
@@ -21,20 +21,20 @@ class CollectiveOp : public Pipeline {
         tag_(core(comm).collective_tag_base()) {}
 
  protected:
-  // Builds the wire, runs `check` (returns "" or why the arguments are invalid; sets the unit
+  // Builds the chunk codec, runs `check` (returns "" or why the arguments are invalid; sets the unit
   // count) and posts the descriptor exchange. Local errors are reported on every rank.
   void begin(OpKind op, size_t count, int root, size_t fp32_bytes,
              const std::function<std::string()>& check, bool same_sign_across_ranks) {
     std::string error;
     try {
-      wire_ = std::make_unique<Wire>(comm_, options_, fp32_bytes);
+      chunk_codec_ = std::make_unique<ChunkCodec>(comm_, options_, fp32_bytes);
       error = check();
     } catch (const Error& e) {
       error = e.what();
     }
     if (!error.empty()) set_units(0);
     const Descriptor d =
-        make_descriptor(op, count, root, error.empty() ? wire_.get() : nullptr, options_, error);
+        make_descriptor(op, count, root, error.empty() ? chunk_codec_.get() : nullptr, options_, error);
     Descriptor with_signs = d;
     with_signs.signs = signs_;
     exchange_ = std::make_unique<Exchange>(comm_, with_signs, tag_, error, same_sign_across_ranks);
@@ -47,7 +47,7 @@ class CollectiveOp : public Pipeline {
   CollectiveOptions options_;
   int tag_;
   uint8_t signs_ = 0;  // set by check() through check_input
-  std::unique_ptr<Wire> wire_;
+  std::unique_ptr<ChunkCodec> chunk_codec_;
   std::unique_ptr<Exchange> exchange_;
 };
 

@@ -93,20 +93,20 @@ Descriptor Descriptor::unpack(const DescriptorBytes& b) {
   return d;
 }
 
-Descriptor make_descriptor(OpKind op, size_t count, int root, const Wire* wire,
+Descriptor make_descriptor(OpKind op, size_t count, int root, const ChunkCodec* chunks,
                            const CollectiveOptions& o, const std::string& local_error) {
   Descriptor d;
   d.op = op;
   d.count = count;
   d.root = root;
   d.error = local_error.empty() ? 0 : 1;
-  if (!wire) return d;
-  d.type = wire->compressed() ? static_cast<uint8_t>(o.codec.type) : 0;
-  d.block = wire->compressed() ? wire->block() : 0;
-  d.chunk = wire->chunk_elements();
-  d.flags = static_cast<uint8_t>((wire->compressed() ? 1 : 0) | (o.average ? 2 : 0) |
-                                 (wire->compressed() && o.codec.stochastic ? 4 : 0) |
-                                 (wire->compressed() && o.codec.checksum ? 8 : 0));
+  if (!chunks) return d;
+  d.type = chunks->compressed() ? static_cast<uint8_t>(o.codec.type) : 0;
+  d.block = chunks->compressed() ? chunks->block() : 0;
+  d.chunk = chunks->chunk_elements();
+  d.flags = static_cast<uint8_t>((chunks->compressed() ? 1 : 0) | (o.average ? 2 : 0) |
+                                 (chunks->compressed() && o.codec.stochastic ? 4 : 0) |
+                                 (chunks->compressed() && o.codec.checksum ? 8 : 0));
   return d;
 }
 

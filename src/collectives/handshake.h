@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/wire.h"
+#include "collectives/chunk_codec.h"
 
 namespace octet {
 namespace detail {
@@ -43,8 +43,8 @@ struct Descriptor {
   static Descriptor unpack(const DescriptorBytes& bytes);
 };
 
-// The descriptor of a call; `wire` may be null when the options were rejected.
-Descriptor make_descriptor(OpKind op, size_t count, int root, const Wire* wire,
+// The descriptor of a call; `chunks` may be null when the options were rejected.
+Descriptor make_descriptor(OpKind op, size_t count, int root, const ChunkCodec* chunks,
                            const CollectiveOptions& options, const std::string& local_error);
 
 // All-to-all exchange of descriptors. After it, every rank has seen every descriptor and so

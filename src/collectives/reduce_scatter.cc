@@ -30,12 +30,12 @@ class ReduceScatter : public CollectiveOp {
   std::string check() {
     const size_t total = count_ * static_cast<size_t>(comm_.size());
     std::string e = check_buffers(in_, out_, count_);
-    if (e.empty()) e = check_input(in_, total, *wire_, &signs_);
-    if (e.empty()) set_units(chunks_in(count_, wire_->chunk_elements()));
+    if (e.empty()) e = check_input(in_, total, *chunk_codec_, &signs_);
+    if (e.empty()) set_units(chunks_in(count_, chunk_codec_->chunk_elements()));
     return e;
   }
   Span piece(int rank, size_t k) const {
-    return chunk_of({count_ * static_cast<size_t>(rank), count_}, wire_->chunk_elements(), k);
+    return chunk_of({count_ * static_cast<size_t>(rank), count_}, chunk_codec_->chunk_elements(), k);
   }
 
   std::unique_ptr<Unit> make_unit(size_t) override {
@@ -52,14 +52,14 @@ class ReduceScatter : public CollectiveOp {
     if (stage == 0) {
       for (int i = 1; i < p; ++i) {
         const int peer = (me + i) % p;
-        u.contributions[peer].resize(wire_->capacity(mine.size));
+        u.contributions[peer].resize(chunk_codec_->capacity(mine.size));
         u.await(1,
                 sized_recv(comm_.transport(), u.contributions[peer], u.bytes[peer], peer, tag(1)));
       }
       for (int i = 1; i < p; ++i) {
         const int peer = (me + i) % p;
         const Span s = piece(peer, k);
-        Bytes b = wire_->encode(in_ + s.begin, s.size, s.begin - count_ * peer, 1 + me,
+        Bytes b = chunk_codec_->encode(in_ + s.begin, s.size, s.begin - count_ * peer, 1 + me,
                                 "reduce_scatter/" + std::to_string(peer) + "/" + std::to_string(k) +
                                     "/" + std::to_string(p));
         u.await(2, comm_.transport().isend(b->data(), b->size(), peer, tag(1), b));
@@ -73,7 +73,7 @@ class ReduceScatter : public CollectiveOp {
       if (r == me)
         for (size_t i = 0; i < mine.size; ++i) sum[i] += in_[mine.begin + i];
       else
-        wire_->decode(u.contributions[r], u.bytes[r], sum.data(), mine.size, true, r);
+        chunk_codec_->decode(u.contributions[r], u.bytes[r], sum.data(), mine.size, true, r);
     }
     if (options_.average && p > 1)
       for (float& v : sum) v /= static_cast<float>(p);

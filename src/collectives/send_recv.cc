@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "collectives/handshake.h"
 #include "collectives/comm_core.h"
+#include "collectives/handshake.h"
 #include "collectives/operation.h"
 
 namespace octet {
@@ -28,32 +28,39 @@ class PointToPoint : public Pipeline {
         count_(count),
         peer_(peer),
         sending_(sending) {
-    if (peer < 0 || peer >= comm.size())
-      throw Error(
-          ErrorCode::kInvalidArgument,
-          "peer " + std::to_string(peer) + " outside a group of " + std::to_string(comm.size()));
-    if (user_tag < 0 || user_tag > comm.max_user_tag())
-      throw Error(ErrorCode::kInvalidArgument, "tag " + std::to_string(user_tag) + " outside [0, " +
-                                                   std::to_string(comm.max_user_tag()) + "]");
+    // A bad peer or tag cannot be told to the peer: it fails this side's request alone (at test
+    // or wait, like every other operation's errors), and nothing is sent.
+    unreachable_ = bad_address(comm, peer, user_tag);
+    if (!unreachable_.empty()) return;
     tag_ = core(comm).p2p_tag(user_tag, false);
     ack_tag_ = core(comm).p2p_tag(user_tag, true);
     uint8_t signs = 0;
     try {
-      wire_ = std::make_unique<Wire>(comm, o, count * sizeof(float));
+      chunk_codec_ = std::make_unique<ChunkCodec>(comm, o, count * sizeof(float));
       local_error_ = buffer || count == 0 ? "" : "null buffer with a non-zero count";
       if (local_error_.empty() && sending)
-        local_error_ = check_input(buffer, count, *wire_, &signs);
+        local_error_ = check_input(buffer, count, *chunk_codec_, &signs);
     } catch (const Error& e) {
       local_error_ = e.what();
     }
     mine_ = make_descriptor(OpKind::kSendRecv, count, -1,
-                            local_error_.empty() ? wire_.get() : nullptr, o, local_error_);
-    if (local_error_.empty()) set_units(chunks_in(count, wire_->chunk_elements()));
+                            local_error_.empty() ? chunk_codec_.get() : nullptr, o, local_error_);
+    if (local_error_.empty()) set_units(chunks_in(count, chunk_codec_->chunk_elements()));
     ticket_ = core(comm).p2p_ticket(peer, tag_, sending);
   }
 
  private:
+  static std::string bad_address(const Comm& comm, int peer, int user_tag) {
+    if (peer < 0 || peer >= comm.size())
+      return "peer " + std::to_string(peer) + " outside a group of " + std::to_string(comm.size());
+    if (user_tag < 0 || user_tag > comm.max_user_tag())
+      return "tag " + std::to_string(user_tag) + " outside [0, " +
+             std::to_string(comm.max_user_tag()) + "]";
+    return "";
+  }
+
   bool prologue() override {
+    if (!unreachable_.empty()) throw Error(ErrorCode::kInvalidArgument, unreachable_);
     if (!turn_) {
       if (!core(comm_).p2p_turn(peer_, tag_, sending_, ticket_)) return false;
       turn_ = true;
@@ -107,18 +114,18 @@ class PointToPoint : public Pipeline {
 
   void run_stage(Unit& base, size_t k, int stage) override {
     auto& u = static_cast<P2PUnit&>(base);
-    const Span c = chunk_of({0, count_}, wire_->chunk_elements(), k);
+    const Span c = chunk_of({0, count_}, chunk_codec_->chunk_elements(), k);
     if (sending_) {
       if (stage != 0) return;
-      Bytes b = wire_->encode(
+      Bytes b = chunk_codec_->encode(
           buffer_ + c.begin, c.size, c.begin, 1,
           "p2p/" + std::to_string(peer_) + "/" + std::to_string(tag_) + "/" + std::to_string(k));
       u.await(2, comm_.transport().isend(b->data(), b->size(), peer_, tag_, b));
     } else if (stage == 0) {
-      u.part.resize(wire_->capacity(c.size));
+      u.part.resize(chunk_codec_->capacity(c.size));
       u.await(1, sized_recv(comm_.transport(), u.part, u.bytes, peer_, tag_));
     } else {
-      wire_->decode(u.part, u.bytes, buffer_ + c.begin, c.size, false, peer_);
+      chunk_codec_->decode(u.part, u.bytes, buffer_ + c.begin, c.size, false, peer_);
     }
   }
 
@@ -130,8 +137,8 @@ class PointToPoint : public Pipeline {
   size_t count_;
   int peer_, tag_ = 0, ack_tag_ = 0;
   bool sending_;
-  std::unique_ptr<Wire> wire_;
-  std::string local_error_;
+  std::unique_ptr<ChunkCodec> chunk_codec_;
+  std::string local_error_, unreachable_;
   Descriptor mine_;
   std::shared_ptr<DescriptorBytes> theirs_;
   std::vector<TransportRequestPtr> pending_;

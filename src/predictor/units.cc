@@ -1,12 +1,14 @@
-// Quantities with units in configuration files: "6 GB/s", "1.5 us", "64 KiB".
+// Quantities with units in configuration files: "6 GB/s", "1.5 us", "64 KiB". Rates and times
+// are decimal; sizes are the library's grammar.
 #include <cmath>
 #include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "predictor/predictor.h"
+#include "octet/units.h"
 #include "predictor/internal.h"
+#include "predictor/predictor.h"
 
 namespace octet {
 namespace predictor {
@@ -21,8 +23,6 @@ const UnitTable kBandwidth = {{"B/s", 1},         {"kB/s", 1e3},        {"KB/s",
                               {"Gbit/s", 1.25e8}, {"Tbit/s", 1.25e11},  {"Mb/s", 1.25e5},
                               {"Gb/s", 1.25e8}};
 const UnitTable kTime = {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"\xC2\xB5s", 1e-6}, {"ns", 1e-9}};
-const UnitTable kSize = {{"B", 1},    {"kB", 1e3},     {"KB", 1e3},        {"MB", 1e6},
-                         {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
 
 std::string unit_list(const UnitTable& table) {
   std::string out;
@@ -56,8 +56,9 @@ double parse_bandwidth(const std::string& text) {
 double parse_time(const std::string& text) {
   return parse_quantity(text, kTime, "time");
 }
+// Sizes follow Octet's one size grammar (include/octet/units.h): binary units, 1 KB = 1024 B.
 double parse_size(const std::string& text) {
-  return parse_quantity(text, kSize, "size");
+  return static_cast<double>(octet::parse_size(text));
 }
 
 }  // namespace predictor

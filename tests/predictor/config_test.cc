@@ -48,6 +48,8 @@ TEST(UnitsTest, ParsesAndRejects) {
   EXPECT_DOUBLE_EQ(parse_time("1.5 us"), 1.5e-6);
   EXPECT_DOUBLE_EQ(parse_time("104.1ms"), 0.1041);
   EXPECT_DOUBLE_EQ(parse_size("64 KiB"), 65536);
+  EXPECT_DOUBLE_EQ(parse_size("64 KB"), 65536);  // the library's one grammar: sizes are binary
+  EXPECT_THROW(parse_size("64 parsecs"), Error);
   EXPECT_THROW(parse_bandwidth("6"), Error);
   EXPECT_THROW(parse_bandwidth("6 GB"), Error);
   EXPECT_THROW(parse_time("fast"), Error);

@@ -1,20 +1,15 @@
-// Chunk encoding for the algorithms: codec payloads (with optional error feedback and a
-// per-encoder stochastic stream) or raw fp32 for small calls.
-#include "collectives/wire.h"
+// Chunk encoding for the algorithms: codec payloads through the codec backend (with optional
+// error feedback and a per-encoder stochastic stream) or raw fp32 for small calls.
+#include "collectives/chunk_codec.h"
 
 #include <algorithm>
 #include <cstring>
 
+#include "octet/detail/hash.h"
+
 namespace octet {
 namespace detail {
 namespace {
-
-uint64_t mix(uint64_t x) {  // splitmix64 finaliser
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 class SizedRecv : public TransportRequest {
  public:
@@ -62,15 +57,15 @@ TransportRequestPtr sized_recv(Transport& t, ByteBuffer& buf, size_t& bytes, int
   return std::make_unique<SizedRecv>(t.irecv(buf.data(), buf.size(), peer, tag), bytes);
 }
 
-Wire::Wire(Comm& comm, const CollectiveOptions& o, size_t fp32_bytes)
+ChunkCodec::ChunkCodec(Comm& comm, const CollectiveOptions& o, size_t fp32_bytes)
     : comm_(comm),
-      codec_(o.codec),
+      resolved_(codec::resolve(o.codec)),
+      backend_(codec::host_backend()),
       feedback_key_(o.error_feedback_key),
       compressed_(fp32_bytes >= o.min_bytes) {
   if (o.window < 1) throw Error(ErrorCode::kInvalidArgument, "window must be at least 1");
   if (o.threads < 0) throw Error(ErrorCode::kInvalidArgument, "threads must be >= 0");
-  codec_.threads = o.threads;
-  block_ = validate_options(codec_);
+  resolved_.options.threads = o.threads;
   // One MPI message stays far below 2 GiB; at least one block per chunk.
   const size_t cap = size_t{1} << 28;
   const size_t want = std::min(std::max<size_t>(o.chunk_bytes / 4, 1), cap);
@@ -78,37 +73,38 @@ Wire::Wire(Comm& comm, const CollectiveOptions& o, size_t fp32_bytes)
   chunk_ = std::max<size_t>(a, want / a * a);
 }
 
-size_t Wire::capacity(size_t n) const {
-  return compressed_ ? max_encoded_size(n, codec_) : n * sizeof(float);
+size_t ChunkCodec::capacity(size_t n) const {
+  return compressed_ ? max_encoded_size(n, resolved_.options) : n * sizeof(float);
 }
 
-Bytes Wire::encode(const float* x, size_t n, uint64_t first, uint64_t salt,
-                   const std::string& slot) const {
+Bytes ChunkCodec::encode(const float* x, size_t n, uint64_t first, uint64_t salt,
+                         const std::string& slot) const {
   Bytes out = pool_->take(capacity(n));
   if (!compressed_) {
     if (n) std::memcpy(out->data(), x, n * sizeof(float));
     return out;
   }
-  CodecOptions o = codec_;
-  o.seed = mix(codec_.seed ^ mix(salt));
-  o.index_offset = codec_.index_offset + first;
+  codec::ResolvedOptions r = resolved_;
+  r.options.seed = splitmix64(resolved_.options.seed ^ splitmix64(salt));
+  r.options.index_offset = resolved_.options.index_offset + first;
   size_t bytes;
   if (feedback_key_.empty())
-    bytes = octet::encode(x, n, o, out->data(), out->size());
+    bytes = backend_.encode(r, x, n, out->data(), out->size(), nullptr);
   else
-    bytes = comm_.error_feedback().encode(feedback_key_ + "|" + slot, x, n, o, out->data(),
+    bytes = comm_.error_feedback().encode(feedback_key_ + "|" + slot, x, n, r.options, out->data(),
                                           out->size());
   out->resize(bytes);
   comm_.transport().poll();  // keep earlier chunks moving while we compute
   return out;
 }
 
-void Wire::decode(const ByteBuffer& message, size_t bytes, float* out, size_t n, bool accumulate,
-                  int from) const {
+void ChunkCodec::decode(const ByteBuffer& message, size_t bytes, float* out, size_t n,
+                        bool accumulate, int from) const {
   if (compressed_) {
     try {
-      octet::decode(message.data(), bytes, out, n,
-                    accumulate ? DecodeMode::kAccumulate : DecodeMode::kOverwrite, codec_.threads);
+      backend_.decode(message.data(), bytes, out, n,
+                      accumulate ? DecodeMode::kAccumulate : DecodeMode::kOverwrite,
+                      resolved_.options.threads, nullptr);
     } catch (const Error& e) {
       throw Error(e.code(), "data from rank " + std::to_string(from) + ": " + e.what());
     }
@@ -129,9 +125,9 @@ void Wire::decode(const ByteBuffer& message, size_t bytes, float* out, size_t n,
   }
 }
 
-std::string check_input(const float* x, size_t n, const Wire& wire, uint8_t* signs) {
+std::string check_input(const float* x, size_t n, const ChunkCodec& chunks, uint8_t* signs) {
   *signs = 0;
-  if (!wire.compressed() || wire.codec().type != DataType::kDynamicUnsigned) return "";
+  if (!chunks.compressed() || chunks.codec().type != DataType::kDynamicUnsigned) return "";
   uint8_t s = 0;
   for (size_t i = 0; i < n && s != 3; ++i) s |= (x[i] > 0.0f ? 1 : 0) | (x[i] < 0.0f ? 2 : 0);
   *signs = s;

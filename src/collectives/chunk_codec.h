@@ -1,5 +1,6 @@
-// How a chunk of fp32 values travels: a codec payload, or raw fp32 bytes for calls below
-// min_bytes. Also the chunk layout helpers shared by the algorithms.
+// ChunkCodec: how a chunk of fp32 values travels, as a codec payload made by a codec backend
+// (src/codec/backend.h; the host backend today), or as raw fp32 bytes for calls below min_bytes.
+// Also the message buffers and chunk layout helpers shared by the algorithms.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "codec/backend.h"
 #include "octet/collectives.h"
 
 namespace octet {
@@ -67,15 +69,15 @@ inline Span chunk_of(Span segment, size_t chunk, size_t k) {
   return {segment.begin + b, std::min(chunk, segment.size - b)};
 }
 
-class Wire {
+class ChunkCodec {
  public:
-  // Throws kInvalidArgument for bad options.
-  Wire(Comm& comm, const CollectiveOptions& options, size_t fp32_bytes);
+  // Resolves the options once (throws kInvalidArgument for bad ones).
+  ChunkCodec(Comm& comm, const CollectiveOptions& options, size_t fp32_bytes);
 
   bool compressed() const { return compressed_; }
-  const CodecOptions& codec() const { return codec_; }
-  uint32_t block() const { return block_; }
-  uint32_t align() const { return compressed_ ? block_ : 1; }  // chunk boundaries are multiples
+  const CodecOptions& codec() const { return resolved_.options; }
+  uint32_t block() const { return resolved_.block; }
+  uint32_t align() const { return compressed_ ? resolved_.block : 1; }  // chunk boundaries
   size_t chunk_elements() const { return chunk_; }
   size_t capacity(size_t n) const;  // largest message for n elements
 
@@ -89,10 +91,10 @@ class Wire {
 
  private:
   Comm& comm_;
-  CodecOptions codec_;
+  codec::ResolvedOptions resolved_;
+  const codec::CodecBackend& backend_;
   std::string feedback_key_;
   bool compressed_;
-  uint32_t block_ = 1;
   size_t chunk_ = 1;
   std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
 };
@@ -102,7 +104,7 @@ TransportRequestPtr sized_recv(Transport& t, ByteBuffer& buf, size_t& bytes, int
 
 // "" when x[0, n) can be sent with these options, else why not (dynamic_unsigned needs
 // single-signed data). Also reports the signs seen (bit 0: > 0, bit 1: < 0).
-std::string check_input(const float* x, size_t n, const Wire& wire, uint8_t* signs);
+std::string check_input(const float* x, size_t n, const ChunkCodec& chunks, uint8_t* signs);
 
 }  // namespace detail
 }  // namespace octet

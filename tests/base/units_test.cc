@@ -1,0 +1,74 @@
+// The one size grammar (include/octet/units.h, docs/units.md) and its C API twin.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "octet/octet_c.h"
+#include "octet/units.h"
+
+namespace octet {
+namespace {
+
+TEST(ParseSize, BinaryUnitsInAnyCase) {
+  EXPECT_EQ(parse_size("0"), 0u);
+  EXPECT_EQ(parse_size("8"), 8u);
+  EXPECT_EQ(parse_size("8B"), 8u);
+  for (const char* k : {"64K", "64k", "64KB", "64kb", "64KiB", "64 KiB", "64 K"})
+    EXPECT_EQ(parse_size(k), 65536u) << k;
+  EXPECT_EQ(parse_size("1M"), uint64_t{1} << 20);
+  EXPECT_EQ(parse_size("2 GiB"), uint64_t{2} << 30);
+  EXPECT_EQ(parse_size("3T"), uint64_t{3} << 40);
+  EXPECT_EQ(parse_size("1.5K"), 1536u);
+  EXPECT_EQ(parse_size("0.25M"), uint64_t{1} << 18);
+  EXPECT_EQ(parse_size("4611686018427387904"), uint64_t{1} << 62);
+}
+
+TEST(ParseSize, RejectsWithOneLine) {
+  for (const char* bad :
+       {"", " ", "K", "-1", "+1", "1e6", "0x10", "1.", ".5K", "1.1K", "64  K", "64 parsecs", "1KK",
+        "5000000000T", "4611686018427387905", "99999999999999999999999"}) {
+    try {
+      parse_size(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      const std::string m = e.what();
+      EXPECT_NE(m.find(std::string("'") + bad + "'"), std::string::npos) << m;
+      EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    }
+  }
+}
+
+TEST(ParseSize, CApiAgrees) {
+  uint64_t bytes = 0;
+  EXPECT_EQ(octet_parse_size("64KB", &bytes), OCTET_OK);
+  EXPECT_EQ(bytes, 65536u);
+  EXPECT_EQ(octet_parse_size("64 parsecs", &bytes), OCTET_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(octet_last_error_message()).find("unknown unit"), std::string::npos);
+  EXPECT_EQ(octet_parse_size(nullptr, &bytes), OCTET_ERR_INVALID_ARGUMENT);
+}
+
+TEST(CApiRules, TypeNamesBlockRuleAndSizes) {
+  octet_data_type t{};
+  EXPECT_EQ(octet_data_type_from_name("Static-Tree", &t), OCTET_OK);
+  EXPECT_EQ(t, OCTET_TYPE_STATIC_TREE);
+  EXPECT_STREQ(octet_data_type_to_name(t), "static_tree");
+  EXPECT_EQ(octet_data_type_from_name("bogus", &t), OCTET_ERR_INVALID_ARGUMENT);
+  octet_options o;
+  octet_options_init(&o);
+  uint32_t block = 0;
+  EXPECT_EQ(octet_options_validate(&o, &block), OCTET_OK);
+  EXPECT_EQ(block, 2048u);
+  o.block_size = 1000;
+  EXPECT_EQ(octet_options_validate(&o, &block), OCTET_ERR_INVALID_ARGUMENT);
+  o.block_size = 0;
+  size_t bytes = 0;
+  EXPECT_EQ(octet_encoded_size(4096, &o, &bytes), OCTET_OK);
+  EXPECT_GT(bytes, 4096u);
+  EXPECT_LT(bytes, 4096u + 64);
+  EXPECT_STREQ(octet_status_string(OCTET_ERR_MISMATCH), "mismatch across ranks");
+}
+
+}  // namespace
+}  // namespace octet
