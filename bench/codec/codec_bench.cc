@@ -252,7 +252,7 @@ void BM_EncodeLowerBound(benchmark::State& state) {
 void sizes(benchmark::internal::Benchmark* b) {
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   // 2^18 elements (1 MiB of fp32) stay in L2; 2^24 (64 MiB) stream from memory. The codec uses
-  // threads only from 2^19 elements (starting threads costs more below that).
+  // threads only from 2^19 elements (handing work to other threads costs more below that).
   b->Args({int64_t{1} << 18, 1});
   b->Args({int64_t{1} << 24, 1});
   if (cores > 1) b->Args({int64_t{1} << 24, cores});
