@@ -22,16 +22,27 @@ int guarded(MPI_Comm comm, Body body) {
   return MPI_ERR_INTERN;
 }
 
-// The MPI_Init hook must not take the job down: on failure the shim just stays inactive.
 void init_hook() {
-  try {
-    octet_pmpi::after_init();
-  } catch (...) {
-    std::fprintf(stderr, "octet-pmpi: initialisation failed; passing every call through\n");
-  }
+  octet_pmpi::run_step("initialisation (every call passes through)", octet_pmpi::after_init);
 }
 
 }  // namespace
+
+namespace octet_pmpi {
+
+// A start-up or shutdown step must not take the job down: a failure is printed with its reason
+// and the shim stays out of the way.
+void run_step(const char* step, void (*fn)()) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "octet-pmpi: %s failed: %s\n", step, e.what());
+  } catch (...) {
+    std::fprintf(stderr, "octet-pmpi: %s failed: unknown exception\n", step);
+  }
+}
+
+}  // namespace octet_pmpi
 
 extern "C" {
 
@@ -48,11 +59,7 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
 }
 
 int MPI_Finalize(void) {
-  try {
-    octet_pmpi::before_finalize();
-  } catch (...) {
-    std::fprintf(stderr, "octet-pmpi: could not finish the report\n");
-  }
+  octet_pmpi::run_step("finalize (report)", octet_pmpi::before_finalize);
   return PMPI_Finalize();
 }
 

@@ -81,10 +81,7 @@ void octet_pmpi_f_finalize(MPI_Fint* ierr) {
     *ierr = MPI_Finalize();
     return;
   }
-  try {
-    octet_pmpi::before_finalize();
-  } catch (...) {
-  }
+  octet_pmpi::run_step("finalize (report)", octet_pmpi::before_finalize);
   real(ierr);
 }
 

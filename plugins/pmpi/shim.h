@@ -31,6 +31,8 @@ const State& state();
 // Hooks around PMPI_Init* and PMPI_Finalize (collective over MPI_COMM_WORLD).
 void after_init();
 void before_finalize();
+// Runs a hook; an exception is printed with its reason ("octet-pmpi: <step> failed: ...").
+void run_step(const char* step, void (*fn)());
 
 // The Octet communicator behind a user communicator, or nullptr when the calls on it must pass
 // through (opted out on some rank, an intercommunicator, a single rank, creation failed). The
