@@ -8,6 +8,10 @@
 namespace octet {
 namespace cli {
 
+// Thrown instead of an error that every rank of an MPI command met alike, on the ranks other
+// than 0 (which reports it): main exits with status 1 without printing.
+struct QuietFailure {};
+
 void add_codec_commands(CLI::App& app);    // codec_cmd.cc: octet codec error|encode|decode
 void add_predict_commands(CLI::App& app);  // predict_cmd.cc: octet predict ..., octet calibrate
 #if OCTET_HAVE_MPI

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const octet::cli::QuietFailure&) {
+    return 1;
   } catch (const octet::Error& e) {
     std::fprintf(stderr, "octet: error (%s): %s\n", octet::error_code_name(e.code()), e.what());
     return 1;

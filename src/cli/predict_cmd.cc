@@ -13,9 +13,10 @@
 
 #include "cli/commands.h"
 #include "octet/error.h"
+#include "octet/units.h"
 #include "predictor/predictor.h"
 #if OCTET_HAVE_MPI
-#include <mpi.h>
+#include "cli/mpi_session.h"
 #endif
 
 namespace octet {
@@ -305,86 +306,31 @@ struct CalibrateArgs {
   size_t elements = size_t(1) << 22;
   int repeats = 5;
   std::string out = "octet-calibration.json";
-  size_t max_bytes = size_t(64) << 20;
+  std::string max_bytes = "64M";
 };
 
 #if OCTET_HAVE_MPI
 bool launched_by_mpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
 }
-
-// Half the round trip between ranks 0 and `peer`, for every power-of-4 size up to max_bytes.
-std::vector<pr::Link::Point> ping_pong(int rank, int peer, size_t max_bytes) {
-  std::vector<pr::Link::Point> points;
-  std::vector<char> buf(max_bytes);
-  for (size_t bytes = 8; bytes <= max_bytes; bytes *= 4) {
-    const int iters =
-        static_cast<int>(std::max<size_t>(4, std::min<size_t>(200, (64u << 20) / bytes)));
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = 0;
-    for (int i = -2; i < iters; ++i) {  // two warm-up rounds
-      if (i == 0) t0 = MPI_Wtime();
-      const int n = static_cast<int>(bytes);
-      if (rank == 0) {
-        MPI_Send(buf.data(), n, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
-        MPI_Recv(buf.data(), n, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      } else if (rank == peer) {
-        MPI_Recv(buf.data(), n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Send(buf.data(), n, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
-      }
-    }
-    points.push_back({double(bytes), (MPI_Wtime() - t0) / iters / 2});
-  }
-  return points;
-}
-
-// Measures rank 0 to a rank on its node (intra) and to one on another node (inter).
-std::unique_ptr<pr::Cluster> measure_cluster(size_t max_bytes) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size < 2) return nullptr;
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-  int node_size = 1;
-  MPI_Comm_size(node, &node_size);
-  int leader = rank;  // the smallest world rank on my node
-  MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node);
-  MPI_Comm_free(&node);
-  std::vector<int> leaders(size);
-  MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  int same = -1, other = -1;
-  for (int r = 1; r < size; ++r) {
-    if (leaders[r] == leaders[0] && same < 0) same = r;
-    if (leaders[r] != leaders[0] && other < 0) other = r;
-  }
-  auto cluster = std::make_unique<pr::Cluster>();
-  cluster->gpus_per_node = node_size;
-  cluster->nodes = std::max(1, size / node_size);
-  if (same > 0) cluster->intra = pr::fit_link(ping_pong(rank, same, max_bytes));
-  if (other > 0) cluster->inter = pr::fit_link(ping_pong(rank, other, max_bytes));
-  if (same < 0) cluster->intra = cluster->inter;  // one rank per node: no intra-node link seen
-  return rank == 0 ? std::move(cluster) : nullptr;
-}
 #endif
 
 void run_calibrate(const CalibrateArgs& a) {
   const DataType type = parse_data_type(a.type);
+  const uint64_t max_bytes = octet::parse_size(a.max_bytes);
+  if (max_bytes < 8 || max_bytes > (uint64_t{1} << 30))
+    throw Error(ErrorCode::kInvalidArgument, "--max-bytes must lie in [8, 1G]");
   std::unique_ptr<pr::Cluster> cluster;
   bool root = true;
 #if OCTET_HAVE_MPI
-  const bool mpi = launched_by_mpirun();
-  if (mpi) {
-    MPI_Init(nullptr, nullptr);
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    root = rank == 0;
+  if (launched_by_mpirun()) {
+    MpiSession mpi;
+    root = mpi.rank() == 0;
     try {
-      cluster = measure_cluster(a.max_bytes);
-    } catch (...) {
-      MPI_Abort(MPI_COMM_WORLD, 1);
+      cluster = pr::measure_mpi_cluster(max_bytes);
+    } catch (const Error&) {  // thrown on every rank alike
+      mpi.rethrow_agreed();
     }
-    MPI_Finalize();
   }
 #endif
   if (!root) return;
@@ -462,8 +408,7 @@ void add_predict_commands(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   calibrate->add_option("--repeats", cal.repeats, "timings per measurement (best kept)")
       ->check(CLI::PositiveNumber);
-  calibrate->add_option("--max-bytes", cal.max_bytes, "largest ping-pong message")
-      ->check(CLI::Range(size_t(8), size_t(1) << 30));
+  calibrate->add_option("--max-bytes", cal.max_bytes, "largest ping-pong message (8 to 1G)");
   calibrate->add_option("--out", cal.out, "file to write (JSON, read by octet predict)");
   calibrate->callback([] { run_calibrate(cal); });
 }

@@ -1,14 +1,19 @@
-// Measurements on the machine at hand: codec throughput, and an alpha-beta fit of a measured
-// per-size time table (the MPI ping-pong itself runs in the CLI, which links MPI).
+// Measurements on the machine at hand: codec throughput, and the links to other ranks by a
+// ping-pong through Octet's transport, fitted to alpha-beta.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "octet/codec.h"
-#include "predictor/predictor.h"
 #include "predictor/internal.h"
+#include "predictor/predictor.h"
+#if OCTET_HAVE_MPI
+#include "octet/transport_mpi.h"
+#endif
 
 namespace octet {
 namespace predictor {
@@ -25,6 +30,76 @@ double best_seconds(int repeats, F&& run) {
   }
   return std::max(best, 1e-9);
 }
+
+// Half the round trip between rank 0 and `peer` (called on those two ranks), for every power-of-4
+// size up to buffer_size.
+std::vector<Link::Point> ping_pong(Transport& t, int peer, char* buffer, size_t buffer_size) {
+  const int partner = t.rank() == 0 ? peer : 0;
+  std::vector<Link::Point> points;
+  for (size_t bytes = 8; bytes <= buffer_size; bytes *= 4) {
+    const int iters =
+        static_cast<int>(std::max<size_t>(4, std::min<size_t>(200, (size_t{64} << 20) / bytes)));
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = -2; i < iters; ++i) {  // two warm-up rounds
+      if (i == 0) t0 = std::chrono::steady_clock::now();
+      if (t.rank() == 0) {
+        t.isend(buffer, bytes, partner, 0)->wait();
+        t.irecv(buffer, bytes, partner, 0)->wait();
+      } else {
+        t.irecv(buffer, bytes, partner, 0)->wait();
+        t.isend(buffer, bytes, partner, 0)->wait();
+      }
+    }
+    const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+    points.push_back({double(bytes), dt.count() / iters / 2});
+  }
+  return points;
+}
+
+#if OCTET_HAVE_MPI
+// Runs `step` on every rank, then agrees over MPI_COMM_WORLD whether it succeeded everywhere;
+// if not, every rank throws the same Error: the first failing rank's, with that rank named.
+void on_every_rank(const char* what, const std::function<void()>& step) {
+  int rank = 0, size = 1;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::string error;
+  ErrorCode code = ErrorCode::kOk;
+  try {
+    step();
+  } catch (const Error& e) {
+    error = e.what();
+    code = e.code();
+  } catch (const std::exception& e) {
+    error = e.what();
+    code = ErrorCode::kInternal;
+  }
+  int first = code == ErrorCode::kOk ? size : rank;
+  PMPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first == size) return;
+  int sent[2] = {static_cast<int>(code), static_cast<int>(error.size())};
+  PMPI_Bcast(sent, 2, MPI_INT, first, MPI_COMM_WORLD);
+  error.resize(size_t(sent[1]));
+  PMPI_Bcast(&error[0], sent[1], MPI_CHAR, first, MPI_COMM_WORLD);
+  throw Error(static_cast<ErrorCode>(sent[0]),
+              std::string(what) + " failed on rank " + std::to_string(first) + ": " + error);
+}
+
+// node_of[r]: the smallest world rank on rank r's node.
+std::vector<int> mpi_nodes() {
+  int rank = 0, size = 1;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm node;
+  PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  int leader = rank;
+  PMPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node);
+  PMPI_Comm_free(&node);
+  std::vector<int> node_of(size);
+  PMPI_Allgather(&leader, 1, MPI_INT, node_of.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  return node_of;
+}
+#endif
 
 }  // namespace
 
@@ -86,6 +161,50 @@ Link fit_link(const std::vector<Link::Point>& points) {
   link.bandwidth_Bps = slope > 0 ? 1.0 / slope : last.bytes / last.seconds;
   return link;
 }
+
+std::unique_ptr<Cluster> measure_links(Transport& transport, const std::vector<int>& node_of,
+                                       char* buffer, size_t buffer_size) {
+  const int me = transport.rank(), size = transport.size();
+  if (node_of.size() != size_t(size)) fail("measure_links", "node_of must name every rank's node");
+  int same = -1, other = -1, node_size = 1;
+  for (int r = 1; r < size; ++r) {
+    if (node_of[r] == node_of[0]) {
+      ++node_size;
+      if (same < 0) same = r;
+    } else if (other < 0) {
+      other = r;
+    }
+  }
+  std::vector<Link::Point> intra, inter;
+  if (same > 0 && (me == 0 || me == same)) intra = ping_pong(transport, same, buffer, buffer_size);
+  if (other > 0 && (me == 0 || me == other))
+    inter = ping_pong(transport, other, buffer, buffer_size);
+  if (me != 0) return nullptr;
+  auto cluster = std::make_unique<Cluster>();
+  cluster->gpus_per_node = node_size;
+  cluster->nodes = std::max(1, size / node_size);
+  if (same > 0) cluster->intra = fit_link(intra);
+  if (other > 0) cluster->inter = fit_link(inter);
+  if (same < 0) cluster->intra = cluster->inter;  // one rank per node: no intra-node link seen
+  return cluster;
+}
+
+#if OCTET_HAVE_MPI
+std::unique_ptr<Cluster> measure_mpi_cluster(size_t max_bytes) {
+  int size = 1;
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size < 2) return nullptr;
+  const std::vector<int> node_of = mpi_nodes();
+  const std::shared_ptr<Transport> transport = make_mpi_transport(MPI_COMM_WORLD);
+  std::vector<char> buffer;
+  on_every_rank("allocating the ping-pong buffer", [&] { buffer.resize(max_bytes); });
+  std::unique_ptr<Cluster> cluster;
+  on_every_rank("measuring the links", [&] {
+    cluster = measure_links(*transport, node_of, buffer.data(), buffer.size());
+  });
+  return cluster;
+}
+#endif
 
 }  // namespace predictor
 }  // namespace octet

@@ -11,10 +11,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "octet/codec.h"
+#include "octet/config.h"
+#include "octet/transport.h"
 
 namespace octet {
 namespace predictor {
@@ -224,6 +227,23 @@ CodecCost measure_codec(DataType type, uint32_t block_size, size_t elements, int
 // Fits latency (the smallest message's time) and bandwidth (least squares on the larger half)
 // to a measured table, and keeps the table.
 Link fit_link(const std::vector<Link::Point>& points);
+
+// Rank 0's links, measured through `transport` (Octet's own path, the one its collectives use):
+// a ping-pong with the first other rank on its node (intra) and the first rank on another node
+// (inter), node_of[r] naming rank r's node; half the round trip for every power-of-4 message
+// size from 8 bytes to buffer_size, sent from and received into `buffer`. Collective over the
+// transport's ranks. Returns the cluster on rank 0 (intra = inter when rank 0's node holds no
+// other rank), null on the other ranks.
+std::unique_ptr<Cluster> measure_links(Transport& transport, const std::vector<int>& node_of,
+                                       char* buffer, size_t buffer_size);
+
+#if OCTET_HAVE_MPI
+// measure_links over MPI_COMM_WORLD (MPI initialised by the caller), nodes as MPI's shared-memory
+// split sees them, messages up to max_bytes. Null with fewer than 2 ranks. When any rank fails,
+// every rank throws an Error that names the first failing rank, after all have stopped
+// communicating: no rank is left waiting.
+std::unique_ptr<Cluster> measure_mpi_cluster(size_t max_bytes);
+#endif
 
 }  // namespace predictor
 }  // namespace octet

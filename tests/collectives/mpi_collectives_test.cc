@@ -6,16 +6,17 @@
 
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "octet/collectives.h"
 #include "octet/octet_mpi.h"
 #include "octet/transport_mpi.h"
-#include "tests/collectives/check.h"
+#include "verify/verify.h"
 
 namespace octet {
 namespace {
 
-using collcheck::input;
+using verify::input;
 
 int world_rank() {
   int r;
@@ -30,12 +31,17 @@ int world_size() {
 
 // True when every rank's buffer hashes the same.
 bool identical_everywhere(const std::vector<float>& v) {
-  const uint64_t h = collcheck::hash_bytes(v.data(), v.size() * sizeof(float));
+  const uint64_t h = verify::fingerprint(v.data(), v.size());
   std::vector<uint64_t> all(world_size());
   MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
   for (uint64_t x : all)
     if (x != h) return false;
   return true;
+}
+
+// Elements of `got` outside the bound of `want`.
+uint64_t wrong(const std::vector<float>& got, const verify::Reference& want) {
+  return verify::compare(got.data(), want).wrong;
 }
 
 std::vector<std::vector<float>> all_inputs(size_t n, uint64_t seed) {
@@ -62,10 +68,9 @@ TEST_F(Mpi, AllreduceWithinBoundAndBitIdentical) {
       std::vector<float> y(n);
       allreduce(comm, inputs[comm.rank()].data(), y.data(), n, o);
       const uint32_t block = small ? 256 : 2048;
-      const auto bound = collcheck::sum_bound(inputs, std::vector<bool>(p, p > 1), p > 1,
-                                              bound_fraction(DataType::kDynamic), block);
-      EXPECT_EQ(collcheck::count_wrong(y.data(), collcheck::exact_sum(inputs), bound), 0u)
-          << "n=" << n;
+      const auto want = verify::allreduce_reference(verify::source(inputs), p, n,
+                                                    {bound_fraction(DataType::kDynamic), block});
+      EXPECT_EQ(wrong(y, want), 0u) << "n=" << n;
       EXPECT_TRUE(identical_everywhere(y)) << "n=" << n;
     }
   }
@@ -90,34 +95,22 @@ TEST_F(Mpi, AllreduceAverageInPlaceUncompressedBelowMinBytes) {
 TEST_F(Mpi, ReduceScatterAllgatherBroadcast) {
   const int p = comm.size(), me = comm.rank();
   const size_t n = 4099;
-  const double bf = bound_fraction(DataType::kDynamic);
+  const verify::Quantization q{bound_fraction(DataType::kDynamic), 2048};
   const auto inputs = all_inputs(n * p, 4);
+  const verify::Source in = verify::source(inputs);
   std::vector<float> part(n);
   reduce_scatter(comm, inputs[me].data(), part.data(), n);
-  std::vector<std::vector<float>> seg;
-  std::vector<bool> quantized;
-  for (int j = 0; j < p; ++j) {
-    seg.emplace_back(inputs[j].begin() + n * me, inputs[j].begin() + n * (me + 1));
-    quantized.push_back(j != me);
-  }
-  EXPECT_EQ(collcheck::count_wrong(part.data(), collcheck::exact_sum(inputs),
-                                   collcheck::sum_bound(seg, quantized, false, bf, 2048), n * me),
-            0u);
+  EXPECT_EQ(wrong(part, verify::reduce_scatter_reference(in, p, me, n, q)), 0u);
 
   std::vector<float> all(n * p);
   allgather(comm, inputs[me].data(), all.data(), n);
   EXPECT_TRUE(identical_everywhere(all));
-  for (int j = 0; j < p; ++j) {
-    const auto m =
-        collcheck::window_max(std::vector<float>(inputs[j].begin(), inputs[j].begin() + n), 2048);
-    for (size_t i = 0; i < n; ++i) ASSERT_LE(std::fabs(all[n * j + i] - inputs[j][i]), bf * m[i]);
-  }
+  EXPECT_EQ(wrong(all, verify::allgather_reference(in, p, n, q)), 0u);
 
   std::vector<float> b = me == p - 1 ? inputs[me] : std::vector<float>(n * p);
   broadcast(comm, b.data(), n * p, p - 1);
   EXPECT_TRUE(identical_everywhere(b));
-  const auto m = collcheck::window_max(inputs[p - 1], 2048);
-  for (size_t i = 0; i < n * p; ++i) ASSERT_LE(std::fabs(b[i] - inputs[p - 1][i]), bf * m[i]);
+  EXPECT_EQ(wrong(b, verify::broadcast_reference(in, p, p - 1, n * p, q)), 0u);
 }
 
 TEST_F(Mpi, SendRecvRingNonBlocking) {
@@ -131,10 +124,9 @@ TEST_F(Mpi, SendRecvRingNonBlocking) {
   Request s = isend(comm, x.data(), n, (me + 1) % p, 3, o);
   r.wait();
   s.wait();
-  const std::vector<float> want = input((me + p - 1) % p, n, 5);
-  const auto m = collcheck::window_max(want, 2048);
-  for (size_t i = 0; i < n; ++i)
-    ASSERT_LE(std::fabs(y[i] - want[i]), bound_fraction(DataType::kDynamic) * m[i]);
+  const auto want = verify::send_recv_reference(verify::source(verify::Inputs{5}), (me + p - 1) % p,
+                                                n, {bound_fraction(DataType::kDynamic), 2048});
+  EXPECT_EQ(wrong(y, want), 0u);
 }
 
 TEST_F(Mpi, MismatchedCountsFailEverywhereAndTheCommStaysUsable) {

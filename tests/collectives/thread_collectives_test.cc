@@ -3,20 +3,34 @@
 // in place, non-blocking, NaN, mismatches and invalid arguments on one rank.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <limits>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "collectives/c_comm.h"
 #include "octet/collectives.h"
-#include "tests/collectives/check.h"
+#include "verify/verify.h"
 
 namespace octet {
 namespace {
 
-using collcheck::input;
+using verify::input;
+
+// One quantization with the dynamic type (round to nearest) in blocks of `block`.
+verify::Quantization dynamic(uint32_t block) {
+  return {bound_fraction(DataType::kDynamic), block};
+}
+
+// Elements of `got` outside the bound of `want`.
+uint64_t wrong(const std::vector<float>& got, const verify::Reference& want) {
+  return verify::compare(got.data(), want).wrong;
+}
 
 // Runs fn(comm) on `size` threads; returns each rank's exception (or null).
 std::vector<std::exception_ptr> run_ranks(int size, const std::function<void(Comm&)>& fn) {
@@ -91,11 +105,9 @@ TEST_P(AllreduceTest, SumWithinBoundAndBitIdentical) {
         outputs[c.rank()] = y;
       }
     }));
-    const auto exact = collcheck::exact_sum(inputs);
-    const auto bound = collcheck::sum_bound(inputs, std::vector<bool>(p, p > 1), p > 1,
-                                            bound_fraction(DataType::kDynamic), 64);
+    const auto want = verify::allreduce_reference(verify::source(inputs), p, n, dynamic(64));
     for (int r = 0; r < p; ++r) {
-      EXPECT_EQ(collcheck::count_wrong(outputs[r].data(), exact, bound), 0u) << "rank " << r;
+      EXPECT_EQ(wrong(outputs[r], want), 0u) << "rank " << r;
       EXPECT_TRUE(n == 0 ||
                   std::memcmp(outputs[r].data(), outputs[0].data(), n * sizeof(float)) == 0)
           << "rank " << r << " differs from rank 0";
@@ -119,12 +131,9 @@ TEST(Allreduce, AverageAndDefaultBlock) {
     outputs[c.rank()].resize(n);
     allreduce(c, inputs[c.rank()].data(), outputs[c.rank()].data(), n, o);
   }));
-  auto exact = collcheck::exact_sum(inputs);
-  for (auto& v : exact) v /= p;
-  const auto bound = collcheck::sum_bound(inputs, std::vector<bool>(p, true), true,
-                                          bound_fraction(DataType::kDynamic), 2048, p);
-  for (int r = 0; r < p; ++r)
-    EXPECT_EQ(collcheck::count_wrong(outputs[r].data(), exact, bound), 0u);
+  const auto want =
+      verify::allreduce_reference(verify::source(inputs), p, n, dynamic(2048), /*average=*/true);
+  for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(outputs[r], want), 0u);
 }
 
 TEST(Allreduce, UncompressedBelowMinBytesIsExactRankOrderSum) {
@@ -161,11 +170,9 @@ TEST(Allreduce, EveryTypeWithinItsBound) {
       outputs[c.rank()].resize(n);
       allreduce(c, inputs[c.rank()].data(), outputs[c.rank()].data(), n, o);
     }));
-    const auto exact = collcheck::exact_sum(inputs);
-    const auto bound =
-        collcheck::sum_bound(inputs, std::vector<bool>(p, true), true, bound_fraction(t), 128);
-    for (int r = 0; r < p; ++r)
-      EXPECT_EQ(collcheck::count_wrong(outputs[r].data(), exact, bound), 0u) << data_type_name(t);
+    const auto want =
+        verify::allreduce_reference(verify::source(inputs), p, n, {bound_fraction(t), 128});
+    for (int r = 0; r < p; ++r) EXPECT_EQ(wrong(outputs[r], want), 0u) << data_type_name(t);
   }
 }
 
@@ -181,11 +188,10 @@ TEST(Allreduce, StochasticWithinTwiceTheBound) {
     outputs[c.rank()].resize(n);
     allreduce(c, inputs[c.rank()].data(), outputs[c.rank()].data(), n, o);
   }));
-  const auto exact = collcheck::exact_sum(inputs);
-  const auto bound = collcheck::sum_bound(inputs, std::vector<bool>(p, true), true,
-                                          2 * bound_fraction(DataType::kDynamic), 64);
+  const auto want = verify::allreduce_reference(verify::source(inputs), p, n,
+                                                {2 * bound_fraction(DataType::kDynamic), 64});
   for (int r = 0; r < p; ++r) {
-    EXPECT_EQ(collcheck::count_wrong(outputs[r].data(), exact, bound), 0u);
+    EXPECT_EQ(wrong(outputs[r], want), 0u);
     EXPECT_EQ(outputs[r], outputs[0]);
   }
 }
@@ -214,7 +220,7 @@ TEST(Allreduce, ErrorFeedbackShrinksTheMeanError) {
   const int steps = 16;
   std::vector<std::vector<float>> inputs;
   for (int r = 0; r < p; ++r) inputs.push_back(input(r, n, 8));
-  const auto exact = collcheck::exact_sum(inputs);
+  const auto exact = verify::allreduce_reference(verify::source(inputs), p, n, {}).exact;
   double error[2] = {0, 0};
   for (int ef = 0; ef < 2; ++ef) {
     std::vector<double> mean(n, 0.0);
@@ -296,18 +302,10 @@ TEST(ReduceScatter, WithinBoundInAndOutOfPlace) {
           }
           outputs[c.rank()] = y;
         }));
-        const auto exact = collcheck::exact_sum(inputs);
         for (int r = 0; r < p; ++r) {
-          std::vector<std::vector<float>> seg;
-          std::vector<bool> quantized;
-          for (int j = 0; j < p; ++j) {
-            seg.emplace_back(inputs[j].begin() + n * r, inputs[j].begin() + n * (r + 1));
-            quantized.push_back(j != r);
-          }
-          const auto bound =
-              collcheck::sum_bound(seg, quantized, false, bound_fraction(DataType::kDynamic), 64);
-          EXPECT_EQ(collcheck::count_wrong(outputs[r].data(), exact, bound, n * r), 0u)
-              << "p=" << p << " n=" << n << " rank " << r;
+          const auto want =
+              verify::reduce_scatter_reference(verify::source(inputs), p, r, n, dynamic(64));
+          EXPECT_EQ(wrong(outputs[r], want), 0u) << "p=" << p << " n=" << n << " rank " << r;
         }
       }
     }
@@ -329,15 +327,11 @@ TEST(Allgather, WithinBoundBitIdenticalInAndOutOfPlace) {
           }
           outputs[c.rank()] = y;
         }));
+        const auto want =
+            verify::allgather_reference(verify::source(verify::Inputs{}), p, n, dynamic(64));
         for (int r = 0; r < p; ++r) {
           EXPECT_EQ(outputs[r], outputs[0]) << "rank " << r;
-          for (int j = 0; j < p; ++j) {
-            const std::vector<float> x = input(j, n);
-            const auto m = collcheck::window_max(x, 64);
-            for (size_t i = 0; i < n; ++i)
-              ASSERT_LE(std::fabs(outputs[r][n * j + i] - x[i]),
-                        (p > 1 ? bound_fraction(DataType::kDynamic) : 0.0) * m[i] + 1e-30);
-          }
+          EXPECT_EQ(wrong(outputs[r], want), 0u) << "p=" << p << " n=" << n << " rank " << r;
         }
       }
     }
@@ -354,12 +348,11 @@ TEST(Broadcast, EveryRootWithinBoundBitIdentical) {
       broadcast(c, x.data(), n, root, small_chunks());
       outputs[c.rank()] = x;
     }));
-    const std::vector<float> x = input(root, n);
-    const auto m = collcheck::window_max(x, 64);
+    const auto want =
+        verify::broadcast_reference(verify::source(verify::Inputs{}), p, root, n, dynamic(64));
     for (int r = 0; r < p; ++r) {
       EXPECT_EQ(outputs[r], outputs[root]);
-      for (size_t i = 0; i < n; ++i)
-        ASSERT_LE(std::fabs(outputs[r][i] - x[i]), bound_fraction(DataType::kDynamic) * m[i]);
+      EXPECT_EQ(wrong(outputs[r], want), 0u) << "root " << root << " rank " << r;
     }
   }
   expect_all(run_ranks(2,
@@ -385,13 +378,12 @@ TEST(SendRecv, OrderedWithinBoundAndBothWays) {
     r1.wait();
     s1.wait();
     s2.wait();
-    const std::vector<float> xa = input(peer, n, 1), xb = input(peer, n, 2);
-    const auto ma = collcheck::window_max(xa, 64), mb = collcheck::window_max(xb, 64);
-    const double bf = bound_fraction(DataType::kDynamic);
-    for (size_t i = 0; i < n; ++i) {
-      ASSERT_LE(std::fabs(ra[i] - xa[i]), bf * ma[i]);
-      ASSERT_LE(std::fabs(rb[i] - xb[i]), bf * mb[i]);
-    }
+    const auto sent = [&](uint64_t seed) {  // what the peer sent, inputs of that seed
+      return verify::send_recv_reference(verify::source(verify::Inputs{seed}), peer, n,
+                                         dynamic(64));
+    };
+    EXPECT_EQ(wrong(ra, sent(1)), 0u);
+    EXPECT_EQ(wrong(rb, sent(2)), 0u);
   }));
 }
 
@@ -435,9 +427,8 @@ TEST(NonBlocking, OverlappingCollectivesProgressInTest) {
   }
   std::vector<std::vector<float>> inputs;
   for (int r = 0; r < p; ++r) inputs.push_back(input(r, n));
-  const auto bound = collcheck::sum_bound(inputs, std::vector<bool>(p, true), true,
-                                          bound_fraction(DataType::kDynamic), 64);
-  EXPECT_EQ(collcheck::count_wrong(sums[0].data(), collcheck::exact_sum(inputs), bound), 0u);
+  EXPECT_EQ(wrong(sums[0], verify::allreduce_reference(verify::source(inputs), p, n, dynamic(64))),
+            0u);
 }
 
 TEST(CApi, AllreduceNonBlockingAndErrors) {

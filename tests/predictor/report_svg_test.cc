@@ -1,9 +1,13 @@
-// Shim reports (per-bucket verdicts), the SVG writer and the codec measurement.
+// Shim reports (per-bucket verdicts), the SVG writer, and calibration (codec, links).
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "octet/error.h"
+#include "octet/transport.h"
 #include "predictor/predictor.h"
 
 namespace octet {
@@ -107,6 +111,42 @@ TEST(CalibrateTest, CodecThroughputIsMeasured) {
   EXPECT_THROW(measure_codec(DataType::kDynamic, 100, 1024, 1), Error);  // not a power of two
   EXPECT_THROW(measure_codec(DataType::kDynamic, 0, 0, 1), Error);
   EXPECT_THROW(fit_link({{8, 1e-6}}), Error);
+}
+
+// measure_links on ranks run as threads over the thread transport: node_of -> rank 0's cluster.
+std::vector<std::unique_ptr<Cluster>> links_on_threads(const std::vector<int>& node_of,
+                                                       size_t max_bytes) {
+  const int p = static_cast<int>(node_of.size());
+  auto transports = make_thread_transports(p);
+  std::vector<std::unique_ptr<Cluster>> clusters(p);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < p; ++r)
+    threads.emplace_back([&, r] {
+      std::vector<char> buffer(max_bytes);
+      clusters[r] = measure_links(*transports[r], node_of, buffer.data(), buffer.size());
+    });
+  for (auto& t : threads) t.join();
+  return clusters;
+}
+
+TEST(CalibrateTest, LinksAreMeasuredThroughATransport) {
+  auto c = links_on_threads({0, 0, 1, 1}, 8192);  // two nodes of two ranks
+  ASSERT_TRUE(c[0]);
+  for (int r = 1; r < 4; ++r) EXPECT_FALSE(c[r]) << r;
+  EXPECT_EQ(c[0]->gpus_per_node, 2);
+  EXPECT_EQ(c[0]->nodes, 2);
+  for (const Link* link : {&c[0]->intra, &c[0]->inter}) {
+    ASSERT_EQ(link->table.size(), 6u);  // 8, 32, ..., 8192 bytes
+    EXPECT_EQ(link->table.back().bytes, 8192);
+    EXPECT_GT(link->latency_s, 0);
+    EXPECT_GT(link->bandwidth_Bps, 0);
+  }
+
+  c = links_on_threads({0, 1}, 64);  // one rank per node: the inter-node link stands for both
+  ASSERT_TRUE(c[0]);
+  EXPECT_EQ(c[0]->nodes, 2);
+  EXPECT_EQ(c[0]->intra.table.size(), 2u);  // 8 and 32 bytes
+  EXPECT_EQ(c[0]->intra.latency_s, c[0]->inter.latency_s);
 }
 
 }  // namespace

@@ -1,15 +1,16 @@
 # Fails when a source file includes a header of a layer above its own (docs/design.md). Each rule:
 # <folder>|<forbidden include prefixes, comma-separated>. Run: cmake -DROOT=<repo> -P layering.cmake
-set(above_codec "collectives/,transport/,predictor/,cli/,verify/,octet/collectives.h,octet/transport,octet/octet_c.h,octet/octet_mpi.h")
+set(above_codec "collectives/,transport/,predictor/,cli/,verify/,bench/,octet/collectives.h,octet/transport,octet/octet_c.h,octet/octet_mpi.h")
 set(rules
   "src/base|codec/,${above_codec},octet/codec.h,octet/cuda.h,octet/error_feedback.h"
   "src/codec|${above_codec}"
   "kernels|${above_codec}"
-  "src/transport|codec/,collectives/,predictor/,cli/,verify/,octet/codec.h,octet/collectives.h,octet/octet_c.h"
-  "src/collectives|predictor/,cli/,verify/"
-  "src/predictor|codec/,collectives/,transport/,base/,cli/,verify/"
-  "src/verify|codec/,collectives/,transport/,base/,predictor/,cli/"
-  "plugins|codec/,collectives/,transport/,base/,predictor/,cli/,verify/,octet/codec.h,octet/collectives.h,octet/cuda.h,octet/transport")
+  "src/transport|codec/,collectives/,predictor/,cli/,verify/,bench/,octet/codec.h,octet/collectives.h,octet/octet_c.h"
+  "src/collectives|predictor/,cli/,verify/,bench/"
+  "src/predictor|codec/,collectives/,transport/,base/,cli/,verify/,bench/"
+  "src/verify|codec/,collectives/,transport/,base/,predictor/,cli/,bench/"
+  "bench|codec/,collectives/,transport/,base/,predictor/,cli/"
+  "plugins|codec/,collectives/,transport/,base/,predictor/,cli/,verify/,bench/,octet/codec.h,octet/collectives.h,octet/cuda.h,octet/transport")
 set(violations "")
 foreach(rule ${rules})
   string(REPLACE "|" ";" parts "${rule}")

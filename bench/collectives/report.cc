@@ -1,0 +1,133 @@
+#include "report.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace octet {
+namespace bench {
+namespace {
+
+// The OpenMPI variables that pick the baseline's algorithm and path, without "OMPI_MCA_".
+std::vector<std::string> mpi_algorithm_vars() {
+  std::vector<std::string> vars;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "OMPI_MCA_coll", 13) == 0 || std::strncmp(*e, "OMPI_MCA_pml", 12) == 0 ||
+        std::strncmp(*e, "OMPI_MCA_btl", 12) == 0)
+      vars.push_back(*e + 9);
+  return vars;
+}
+
+nlohmann::json timing_json(const Timing& t) {
+  return {{"avg", t.avg * 1e6}, {"min", t.min * 1e6}, {"max", t.max * 1e6}};
+}
+
+nlohmann::json check_json(const Checked& c) {
+  return {{"max_abs", c.errors.max_abs},
+          {"max_rel", c.errors.max_rel},
+          {"rms", c.errors.rms()},
+          {"wrong", c.errors.wrong},
+          {"identical", c.identical}};
+}
+
+}  // namespace
+
+Report::Report(const Config& config, int rank, int ranks, uint32_t block, double busbw_factor)
+    : config_(config),
+      rank_(rank),
+      ranks_(ranks),
+      block_(block),
+      busbw_(busbw_factor),
+      table_(rank == 0 && config.json != "-") {
+  if (!table_) return;
+  const CollectiveOptions& o = config.options;
+  std::printf(
+      "# octet bench %s: %d ranks, type %s, block %u%s%s, iters %d, warmup %d, chunk %zu B, "
+      "window %d, min_bytes %zu\n",
+      operation_name(config.op).c_str(), ranks, data_type_name(o.codec.type), block,
+      o.codec.stochastic ? ", stochastic" : "", o.average ? ", average" : "", config.iters,
+      config.warmup, o.chunk_bytes, o.window, o.min_bytes);
+  std::printf("# baseline: fp32 PMPI call; MPI variables set:");
+  const auto vars = mpi_algorithm_vars();
+  if (vars.empty()) std::printf(" none (OpenMPI picks its algorithm)");
+  for (const auto& v : vars) std::printf(" %s", v.c_str());
+  std::printf(
+      "\n# time in us (avg over ranks of each rank's mean; min/max over ranks); bw in GB/s "
+      "of the fp32 size; maxrel = max|err| / max|exact|; #wrong outside the bound\n");
+  std::printf(
+      "#%11s %11s %5s | %10s %10s %10s %7s %7s %6s %9s %9s %9s %7s %3s | %10s %7s %7s "
+      "%9s %6s | %7s\n",
+      "size", "count", "ratio", "time", "min", "max", "algbw", "busbw", "", "maxabs", "maxrel",
+      "rms", "#wrong", "id", "mpi time", "algbw", "busbw", "maxabs", "#wrong", "speedup");
+}
+
+void Report::add(const Row& r) {
+  const double alg = r.octet.avg > 0 ? r.bytes / r.octet.avg / 1e9 : 0;
+  const double speedup = r.octet.avg > 0 ? r.baseline.avg / r.octet.avg : 0;
+  rows_.push_back(
+      {{"bytes", r.bytes},
+       {"count", r.count},
+       {"ratio", r.ratio},
+       {"time_us", timing_json(r.octet)},
+       {"algbw_GBps", alg},
+       {"busbw_GBps", alg * busbw_},
+       {"error", check_json(r.octet_check)},
+       {"baseline",
+        {{"time_us", timing_json(r.baseline)}, {"error", check_json(r.baseline_check)}}},
+       {"speedup", speedup}});
+  if (!table_) return;
+  const verify::Errors& e = r.octet_check.errors;
+  std::printf("%12zu %11zu %5.2f | %10.1f %10.1f %10.1f %7.3f %7.3f %6s", r.bytes, r.count, r.ratio,
+              r.octet.avg * 1e6, r.octet.min * 1e6, r.octet.max * 1e6, alg, alg * busbw_, "");
+  if (config_.check)
+    std::printf(" %9.2e %9.2e %9.2e %7llu %3s", e.max_abs, e.max_rel, e.rms(),
+                (unsigned long long)e.wrong, r.octet_check.identical ? "yes" : "NO");
+  else
+    std::printf(" %9s %9s %9s %7s %3s", "-", "-", "-", "-", "-");
+  if (config_.baseline) {
+    const double balg = r.baseline.avg > 0 ? r.bytes / r.baseline.avg / 1e9 : 0;
+    std::printf(" | %10.1f %7.3f %7.3f", r.baseline.avg * 1e6, balg, balg * busbw_);
+    if (config_.check)
+      std::printf(" %9.2e %6llu", r.baseline_check.errors.max_abs,
+                  (unsigned long long)r.baseline_check.errors.wrong);
+    else
+      std::printf(" %9s %6s", "-", "-");
+    std::printf(" | %7.2f\n", speedup);
+  } else {
+    std::printf("\n");
+  }
+  std::fflush(stdout);
+}
+
+void Report::finish() const {
+  if (rank_ != 0 || config_.json.empty()) return;
+  const CollectiveOptions& o = config_.options;
+  const nlohmann::json doc = {{"op", operation_name(config_.op)},
+                              {"ranks", ranks_},
+                              {"type", data_type_name(o.codec.type)},
+                              {"block", block_},
+                              {"iters", config_.iters},
+                              {"warmup", config_.warmup},
+                              {"chunk_bytes", o.chunk_bytes},
+                              {"window", o.window},
+                              {"min_bytes", o.min_bytes},
+                              {"stochastic", o.codec.stochastic},
+                              {"average", o.average},
+                              {"mpi_vars", mpi_algorithm_vars()},
+                              {"rows", rows_}};
+  if (config_.json == "-") {
+    std::cout << doc.dump(2) << std::endl;
+    return;
+  }
+  std::ofstream f(config_.json);
+  f << doc.dump(2) << "\n";
+  if (!f) throw Error(ErrorCode::kInvalidArgument, "cannot write " + config_.json);
+}
+
+}  // namespace bench
+}  // namespace octet

@@ -1,0 +1,54 @@
+// What `octet bench` prints: the table on rank 0's stdout and the JSON document. Their formats
+// are read by people and scripts (docs/performance.md, docs/emulated-cluster.md,
+// bench/cluster/measure.sh): keep columns and keys stable.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "collective_bench.h"
+#include "verify/verify.h"
+
+namespace octet {
+namespace bench {
+
+// Seconds per call: the average over ranks of each rank's mean, and the min/max over ranks.
+struct Timing {
+  double avg = 0, min = 0, max = 0;
+};
+
+// One side's check, combined over ranks.
+struct Checked {
+  verify::Errors errors;
+  bool identical = true;  // every rank ended with the same bytes (where it must)
+};
+
+struct Row {
+  size_t bytes = 0, count = 0;
+  double ratio = 1;  // fp32 bytes / payload bytes of this rank's input
+  Timing octet, baseline;
+  Checked octet_check, baseline_check;
+};
+
+class Report {
+ public:
+  // Prints the table's header where this rank prints the table (rank 0, no --json -).
+  Report(const Config& config, int rank, int ranks, uint32_t block, double busbw_factor);
+  // Prints the row and keeps it for the JSON.
+  void add(const Row& row);
+  // Writes the JSON (rank 0, when asked for).
+  void finish() const;
+
+ private:
+  const Config& config_;
+  const int rank_, ranks_;
+  const uint32_t block_;
+  const double busbw_;
+  const bool table_;
+  nlohmann::json rows_ = nlohmann::json::array();
+};
+
+}  // namespace bench
+}  // namespace octet

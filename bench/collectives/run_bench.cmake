@@ -1,0 +1,46 @@
+# Runs `octet bench` (cmake -DLAUNCHER=mpirun|-np|3 -DOCTET=octet -DARGS=allreduce|-b|4 -DJSON=out.json
+# [-DEXPECT=regex] -P run_bench.cmake; lists separated by |).
+#  - without EXPECT: the run must succeed and every row of its JSON must have #wrong 0 for Octet
+#    and the fp32 baseline, and identical results on every rank;
+#  - with EXPECT: the run must fail, printing exactly one error line, which matches EXPECT.
+string(REPLACE "|" ";" launcher "${LAUNCHER}")
+string(REPLACE "|" ";" args "${ARGS}")
+if(NOT EXPECT)
+  list(APPEND args --json ${JSON})
+  file(REMOVE ${JSON})
+endif()
+execute_process(COMMAND ${launcher} ${OCTET} bench ${args} RESULT_VARIABLE rc
+                OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+
+if(EXPECT)
+  string(REPLACE ";" "," err "${err}")  # a list of lines below
+  string(REGEX MATCHALL "octet: error[^\n]*" lines "${err}")
+  list(LENGTH lines n)
+  if(rc EQUAL 0 OR NOT n EQUAL 1 OR NOT lines MATCHES "${EXPECT}")
+    message(FATAL_ERROR "expected a failure with one error line matching '${EXPECT}'; "
+                        "exit ${rc}, ${n} error line(s)")
+  endif()
+  return()
+endif()
+
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "octet bench failed (exit ${rc})")
+endif()
+file(READ ${JSON} doc)
+string(JSON rows LENGTH "${doc}" rows)
+if(rows EQUAL 0)
+  message(FATAL_ERROR "no rows")
+endif()
+math(EXPR last "${rows} - 1")
+foreach(i RANGE ${last})
+  string(JSON bytes GET "${doc}" rows ${i} bytes)
+  foreach(side "error" "baseline;error")
+    string(JSON wrong GET "${doc}" rows ${i} ${side} wrong)
+    string(JSON identical GET "${doc}" rows ${i} ${side} identical)
+    if(NOT wrong EQUAL 0 OR NOT identical)
+      message(FATAL_ERROR "row of ${bytes} bytes, ${side}: ${wrong} wrong, identical ${identical}")
+    endif()
+  endforeach()
+endforeach()
+message(STATUS "${rows} rows within the bound")
