@@ -64,8 +64,9 @@ OCTET_API size_t max_encoded_size(size_t count, const CodecOptions& options);
 // Encodes count fp32 values (any alignment) into out; returns the bytes written.
 // Throws kInvalidArgument if out_capacity < the payload size (nothing useful is written then).
 OCTET_API size_t encode(const float* in, size_t count, const CodecOptions& options, uint8_t* out,
-              size_t out_capacity);
-OCTET_API std::vector<uint8_t> encode(const std::vector<float>& in, const CodecOptions& options = {});
+                        size_t out_capacity);
+OCTET_API std::vector<uint8_t> encode(const std::vector<float>& in,
+                                      const CodecOptions& options = {});
 
 // What a payload's header says; inspect() validates the header (magic, version, type, block size,
 // CRC) and that `size` bytes are present, without touching the body.
@@ -86,7 +87,7 @@ enum class DecodeMode { kOverwrite, kAccumulate };  // out = x  or  out += x
 // Decodes a whole payload (length must equal its size) into out[0, count). count must equal the
 // payload's element count. Validates everything first: on error, out is untouched.
 OCTET_API void decode(const uint8_t* payload, size_t length, float* out, size_t count,
-            DecodeMode mode = DecodeMode::kOverwrite, int threads = 0);
+                      DecodeMode mode = DecodeMode::kOverwrite, int threads = 0);
 OCTET_API std::vector<float> decode(const std::vector<uint8_t>& payload);
 
 // Error bound of one element after a round trip with round-to-nearest: |x - decode(encode(x))|

@@ -31,14 +31,14 @@ OCTET_API bool cuda_device_available(std::string* why = nullptr);
 // until the payload is complete (it synchronises `stream`), because the payload's size depends on
 // how many blocks hold NaN/Inf. Throws kInvalidArgument if out_capacity is too small
 // (max_encoded_size() is always enough) or d_in is not device memory.
-OCTET_API size_t encode_device(const float* d_in, size_t count, const CodecOptions& options, uint8_t* out,
-                     size_t out_capacity, void* stream = nullptr);
+OCTET_API size_t encode_device(const float* d_in, size_t count, const CodecOptions& options,
+                               uint8_t* out, size_t out_capacity, void* stream = nullptr);
 
 // Decodes a whole payload (device or host memory; length must equal its size) into d_out, device
 // memory of count floats (any alignment). Validates the payload first, as octet::decode does: on
 // error d_out is untouched. Finite results equal octet::decode's bit for bit; a NaN result is a NaN
 // (its payload bits may differ from the CPU's). Blocks until d_out is written.
 OCTET_API void decode_device(const uint8_t* payload, size_t length, float* d_out, size_t count,
-                   DecodeMode mode = DecodeMode::kOverwrite, void* stream = nullptr);
+                             DecodeMode mode = DecodeMode::kOverwrite, void* stream = nullptr);
 
 }  // namespace octet

@@ -126,7 +126,8 @@ uint8_t* write_special(const EncodeJob& job, uint8_t* out, size_t entry_bytes) {
       std::memcpy(&v, job.in + first + i, sizeof v);
       const uint32_t c = detail::special_class(v);
       if (c == detail::kClassFinite) continue;
-      classes[i / 4] = static_cast<uint8_t>(classes[i / 4] | (c << (detail::kSpecialClassBits * (i % 4))));
+      classes[i / 4] =
+          static_cast<uint8_t>(classes[i / 4] | (c << (detail::kSpecialClassBits * (i % 4))));
       set_code(job.codes, job.bits, first + i, detail::kNonFiniteCode);
     }
     out += entry_bytes;
@@ -174,7 +175,6 @@ void decode_blocks(const detail::QuantTable& t, const uint8_t* p, const PayloadI
 
 }  // namespace
 }  // namespace codec
-
 
 namespace codec {
 

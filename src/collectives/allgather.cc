@@ -55,7 +55,7 @@ class Allgather : public CollectiveOp {
         return;
       }
       Bytes b = chunk_codec_->encode(in_ + c.begin, c.size, c.begin, 1 + me,
-                              "allgather/" + std::to_string(k) + "/" + std::to_string(p));
+                                     "allgather/" + std::to_string(k) + "/" + std::to_string(p));
       for (int i = 1; i < p; ++i) {
         const int peer = (me + p - i) % p;
         u.await(2, comm_.transport().isend(b->data(), b->size(), peer, tag(1), b));

@@ -119,7 +119,8 @@ class Allreduce : public CollectiveOp {
       if (r == me) {
         for (size_t i = 0; i < m.size; ++i) sum[i] += in_[m.begin + i];
       } else {
-        chunk_codec_->decode(u.contributions[r], u.contribution_bytes[r], sum.data(), m.size, true, r);
+        chunk_codec_->decode(u.contributions[r], u.contribution_bytes[r], sum.data(), m.size, true,
+                             r);
       }
     }
     if (options_.average)

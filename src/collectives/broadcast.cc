@@ -29,7 +29,8 @@ class Broadcast : public CollectiveOp {
       return "root " + std::to_string(root_) + " outside a group of " +
              std::to_string(comm_.size());
     std::string e = check_buffers(buffer_, buffer_, count_);
-    if (e.empty() && comm_.rank() == root_) e = check_input(buffer_, count_, *chunk_codec_, &signs_);
+    if (e.empty() && comm_.rank() == root_)
+      e = check_input(buffer_, count_, *chunk_codec_, &signs_);
     if (e.empty()) set_units(chunks_in(count_, chunk_codec_->chunk_elements()));
     return e;
   }
@@ -51,8 +52,8 @@ class Broadcast : public CollectiveOp {
       return;
     }
     if (stage != 0) return;
-    Bytes b =
-        chunk_codec_->encode(buffer_ + c.begin, c.size, c.begin, 1 + me, "broadcast/" + std::to_string(k));
+    Bytes b = chunk_codec_->encode(buffer_ + c.begin, c.size, c.begin, 1 + me,
+                                   "broadcast/" + std::to_string(k));
     for (int i = 1; i < p; ++i)
       u.await(2, comm_.transport().isend(b->data(), b->size(), (me + i) % p, tag(1), b));
     chunk_codec_->decode(*b, b->size(), buffer_ + c.begin, c.size, false, me);

@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
+#include "collectives/chunk_codec.h"
 #include "collectives/handshake.h"
 #include "collectives/operation.h"
-#include "collectives/chunk_codec.h"
 
 namespace octet {
 namespace detail {
@@ -21,8 +21,8 @@ class CollectiveOp : public Pipeline {
         tag_(core(comm).collective_tag_base()) {}
 
  protected:
-  // Builds the chunk codec, runs `check` (returns "" or why the arguments are invalid; sets the unit
-  // count) and posts the descriptor exchange. Local errors are reported on every rank.
+  // Builds the chunk codec, runs `check` (returns "" or why the arguments are invalid; sets the
+  // unit count) and posts the descriptor exchange. Local errors are reported on every rank.
   void begin(OpKind op, size_t count, int root, size_t fp32_bytes,
              const std::function<std::string()>& check, bool same_sign_across_ranks) {
     std::string error;
@@ -33,8 +33,8 @@ class CollectiveOp : public Pipeline {
       error = e.what();
     }
     if (!error.empty()) set_units(0);
-    const Descriptor d =
-        make_descriptor(op, count, root, error.empty() ? chunk_codec_.get() : nullptr, options_, error);
+    const Descriptor d = make_descriptor(
+        op, count, root, error.empty() ? chunk_codec_.get() : nullptr, options_, error);
     Descriptor with_signs = d;
     with_signs.signs = signs_;
     exchange_ = std::make_unique<Exchange>(comm_, with_signs, tag_, error, same_sign_across_ranks);

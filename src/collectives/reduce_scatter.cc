@@ -35,7 +35,8 @@ class ReduceScatter : public CollectiveOp {
     return e;
   }
   Span piece(int rank, size_t k) const {
-    return chunk_of({count_ * static_cast<size_t>(rank), count_}, chunk_codec_->chunk_elements(), k);
+    return chunk_of({count_ * static_cast<size_t>(rank), count_}, chunk_codec_->chunk_elements(),
+                    k);
   }
 
   std::unique_ptr<Unit> make_unit(size_t) override {
@@ -60,8 +61,8 @@ class ReduceScatter : public CollectiveOp {
         const int peer = (me + i) % p;
         const Span s = piece(peer, k);
         Bytes b = chunk_codec_->encode(in_ + s.begin, s.size, s.begin - count_ * peer, 1 + me,
-                                "reduce_scatter/" + std::to_string(peer) + "/" + std::to_string(k) +
-                                    "/" + std::to_string(p));
+                                       "reduce_scatter/" + std::to_string(peer) + "/" +
+                                           std::to_string(k) + "/" + std::to_string(p));
         u.await(2, comm_.transport().isend(b->data(), b->size(), peer, tag(1), b));
       }
       return;
