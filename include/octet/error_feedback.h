@@ -13,6 +13,10 @@
 #include "octet/export.h"
 
 namespace octet {
+namespace codec {
+struct ResolvedOptions;
+class CodecBackend;
+}  // namespace codec
 
 class OCTET_API ErrorFeedback {
  public:
@@ -21,6 +25,11 @@ class OCTET_API ErrorFeedback {
   // Non-finite inputs are encoded as they are and leave a zero residual.
   size_t encode(const std::string& key, const float* in, size_t count, const CodecOptions& options,
                 uint8_t* out, size_t out_capacity);
+  // The same with options already resolved and a chosen backend (the collectives' chunk path,
+  // which validates its options once per call, not once per chunk). Internal to liboctet.
+  OCTET_HIDDEN size_t encode(const std::string& key, const float* in, size_t count,
+                             const codec::ResolvedOptions& options,
+                             const codec::CodecBackend& backend, uint8_t* out, size_t out_capacity);
 
   // The residual stored for key (empty if none).
   std::vector<float> residual(const std::string& key) const;

@@ -1,9 +1,22 @@
 // `octet`: one binary, one subcommand per job. Errors print one line and exit non-zero.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "cli/commands.h"
 #include "octet/error.h"
+
+namespace {
+
+// The MPI rank the launcher gave this process, read before MPI is initialised (command-line
+// errors are found before it is): 0 when not started by mpirun or srun.
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Octet: 8-bit compressed communication for distributed deep learning"};
@@ -17,6 +30,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // Every rank parses the same command line: one of them says what is wrong (or prints help).
+    if (launcher_rank() != 0) return e.get_exit_code();
     return app.exit(e);
   } catch (const octet::cli::QuietFailure&) {
     return 1;

@@ -2,10 +2,19 @@
 
 #include <cmath>
 
+#include "codec/backend.h"
+
 namespace octet {
 
 size_t ErrorFeedback::encode(const std::string& key, const float* in, size_t count,
                              const CodecOptions& options, uint8_t* out, size_t out_capacity) {
+  return encode(key, in, count, codec::resolve(options), codec::host_backend(), out, out_capacity);
+}
+
+size_t ErrorFeedback::encode(const std::string& key, const float* in, size_t count,
+                             const codec::ResolvedOptions& options,
+                             const codec::CodecBackend& backend, uint8_t* out,
+                             size_t out_capacity) {
   if (in == nullptr && count > 0) throw Error(ErrorCode::kInvalidArgument, "input is null");
   std::vector<float> corrected(in, in + count);
   std::vector<float> residual;
@@ -16,9 +25,11 @@ size_t ErrorFeedback::encode(const std::string& key, const float* in, size_t cou
   }
   if (residual.size() == count)
     for (size_t i = 0; i < count; ++i) corrected[i] += residual[i];
-  const size_t written = octet::encode(corrected.data(), count, options, out, out_capacity);
+  const size_t written =
+      backend.encode(options, corrected.data(), count, out, out_capacity, nullptr);
   residual.resize(count);
-  decode(out, written, residual.data(), count, DecodeMode::kOverwrite, options.threads);
+  backend.decode(out, written, residual.data(), count, DecodeMode::kOverwrite,
+                 options.options.threads, nullptr);
   for (size_t i = 0; i < count; ++i) {
     const float r = corrected[i] - residual[i];
     residual[i] = std::isfinite(r) ? r : 0.0f;
