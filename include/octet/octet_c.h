@@ -78,7 +78,9 @@ OCTET_API octet_status octet_comm_size(octet_comm comm, int* size);
  *  allreduce: count elements in and out;
  *  reduce_scatter: count elements out per rank (count * size in);
  *  allgather: count elements in per rank (count * size out);
- *  broadcast: count elements from root. */
+ *  broadcast: count elements from root; the root's buffer becomes the decoded values too, so
+ *  every rank holds bit-identical data.
+ * Buffers need no particular alignment. */
 OCTET_API octet_status octet_allreduce(octet_comm comm, const float* sendbuf, float* recvbuf,
                                        size_t count, const octet_options* options);
 OCTET_API octet_status octet_reduce_scatter(octet_comm comm, const float* sendbuf, float* recvbuf,

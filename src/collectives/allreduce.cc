@@ -117,7 +117,7 @@ class Allreduce : public CollectiveOp {
     std::vector<float> sum(m.size, 0.0f);
     for (int r = 0; r < p; ++r) {
       if (r == me) {
-        for (size_t i = 0; i < m.size; ++i) sum[i] += in_[m.begin + i];
+        add_elements(sum.data(), in_ + m.begin, m.size);
       } else {
         chunk_codec_->decode(u.contributions[r], u.contribution_bytes[r], sum.data(), m.size, true,
                              r);

@@ -91,8 +91,8 @@ Bytes ChunkCodec::encode(const float* x, size_t n, uint64_t first, uint64_t salt
   if (feedback_key_.empty())
     bytes = backend_.encode(r, x, n, out->data(), out->size(), nullptr);
   else
-    bytes = comm_.error_feedback().encode(feedback_key_ + "|" + slot, x, n, r.options, out->data(),
-                                          out->size());
+    bytes = comm_.error_feedback().encode(feedback_key_ + "|" + slot, x, n, r, backend_,
+                                          out->data(), out->size());
   out->resize(bytes);
   comm_.transport().poll();  // keep earlier chunks moving while we compute
   return out;
@@ -129,7 +129,10 @@ std::string check_input(const float* x, size_t n, const ChunkCodec& chunks, uint
   *signs = 0;
   if (!chunks.compressed() || chunks.codec().type != DataType::kDynamicUnsigned) return "";
   uint8_t s = 0;
-  for (size_t i = 0; i < n && s != 3; ++i) s |= (x[i] > 0.0f ? 1 : 0) | (x[i] < 0.0f ? 2 : 0);
+  for (size_t i = 0; i < n && s != 3; ++i) {
+    const float v = load_element(x, i);
+    s |= (v > 0.0f ? 1 : 0) | (v < 0.0f ? 2 : 0);
+  }
   *signs = s;
   if (s == 3) return "dynamic_unsigned needs data of one sign (all >= 0 or all <= 0) on each rank";
   return "";

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,6 +17,19 @@
 
 namespace octet {
 namespace detail {
+
+// The application's buffers may sit at any byte address, as MPI's may (a PMPI shim passes them
+// on as they come): their elements are read with memcpy, never through a float lvalue, so a
+// misaligned buffer is defined behaviour. The codec reads and writes them the same way.
+inline float load_element(const float* x, size_t i) {
+  float v;
+  std::memcpy(&v, reinterpret_cast<const unsigned char*>(x) + i * sizeof(float), sizeof v);
+  return v;
+}
+// sum[i] += x[i] for i < n; sum is Octet's own (aligned), x the application's.
+inline void add_elements(float* sum, const float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) sum[i] += load_element(x, i);
+}
 
 // An allocator whose resize() leaves new elements uninitialized: message buffers are always
 // written (by the codec or the transport) before they are read, and zero-filling them cost ~7%

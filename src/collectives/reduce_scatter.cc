@@ -72,7 +72,7 @@ class ReduceScatter : public CollectiveOp {
     std::vector<float> sum(mine.size, 0.0f);
     for (int r = 0; r < p; ++r) {
       if (r == me)
-        for (size_t i = 0; i < mine.size; ++i) sum[i] += in_[mine.begin + i];
+        add_elements(sum.data(), in_ + mine.begin, mine.size);
       else
         chunk_codec_->decode(u.contributions[r], u.bytes[r], sum.data(), mine.size, true, r);
     }
