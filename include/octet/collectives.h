@@ -116,7 +116,9 @@ OCTET_API void allgather(Comm& comm, const float* in, float* out, size_t count,
 OCTET_API Request iallgather(Comm& comm, const float* in, float* out, size_t count,
                              const CollectiveOptions& options = {});
 
-// buffer[0, count) of root, on every rank (root's own buffer becomes the decoded values too).
+// buffer[0, count) of root, on every rank. The root's own buffer becomes the decoded values too,
+// so every rank holds bit-identical data (the PMPI shim's MPI_Bcast leaves the root's buffer as
+// it was instead, as MPI does).
 OCTET_API void broadcast(Comm& comm, float* buffer, size_t count, int root,
                          const CollectiveOptions& options = {});
 OCTET_API Request ibroadcast(Comm& comm, float* buffer, size_t count, int root,

@@ -87,6 +87,13 @@ bool parse_block(const char* text, octet_data_type type, uint32_t* out) {
   return octet_options_validate(&o, out) == OCTET_OK;
 }
 
+bool parse_progress(const char* text, int* out) {
+  const std::string s = lower_trimmed(text);
+  if (s == "thread") *out = OCTET_SHIM_PROGRESS_THREAD;
+  if (s == "eager") *out = OCTET_SHIM_PROGRESS_EAGER;
+  return s == "thread" || s == "eager";
+}
+
 void set_defaults(octet_shim_config* c) {
   std::memset(c, 0, sizeof *c);
   c->valid = 1;
@@ -129,6 +136,8 @@ void octet_shim_config_parse(octet_shim_config* c, const char* (*lookup)(const c
   parse_bool_var(c, lookup, "OCTET_STOCHASTIC", &c->stochastic);
   parse_bool_var(c, lookup, "OCTET_ERROR_FEEDBACK", &c->error_feedback);
   parse_bool_var(c, lookup, "OCTET_SHADOW", &c->shadow);
+  if ((v = lookup("OCTET_PROGRESS")) && !parse_progress(v, &c->progress))
+    fail(c, "OCTET_PROGRESS", v, "thread or eager");
   if ((v = lookup("OCTET_REPORT"))) {
     if (std::strlen(v) >= sizeof c->report)
       fail(c, "OCTET_REPORT", "...", "a path shorter than 4096 bytes");
@@ -149,7 +158,8 @@ void octet_shim_config_fields(const octet_shim_config* c,
                                                c->ops,        c->type,
                                                c->block,      static_cast<int64_t>(c->min_bytes),
                                                c->stochastic, c->error_feedback,
-                                               c->shadow,     c->report[0] != '\0'};
+                                               c->shadow,     c->report[0] != '\0',
+                                               c->progress};
   std::memcpy(fields, f, sizeof f);
 }
 

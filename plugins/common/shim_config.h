@@ -29,6 +29,12 @@ typedef enum {
 #define OCTET_SHIM_DEFAULT_OPS "allreduce,iallreduce,reduce_scatter_block"
 #define OCTET_SHIM_DEFAULT_MIN_BYTES 65536u
 
+/* OCTET_PROGRESS: how a compressed nonblocking call makes progress. */
+typedef enum {
+  OCTET_SHIM_PROGRESS_THREAD = 0, /* a progress thread runs it while the application computes */
+  OCTET_SHIM_PROGRESS_EAGER = 1   /* it runs to completion inside the call that starts it */
+} octet_shim_progress;
+
 typedef struct {
   int valid;            /* 0: some variable had a bad value (see error); pass everything through */
   char error[512];      /* the first problem found, for the user */
@@ -40,6 +46,7 @@ typedef struct {
   int stochastic;       /* OCTET_STOCHASTIC */
   int error_feedback;   /* OCTET_ERROR_FEEDBACK */
   int shadow;           /* OCTET_SHADOW */
+  int progress;         /* OCTET_PROGRESS, an octet_shim_progress (default: thread) */
   char report[4096];    /* OCTET_REPORT, empty = no report */
 } octet_shim_config;
 
@@ -52,7 +59,7 @@ void octet_shim_config_parse(octet_shim_config* config, const char* (*lookup)(co
 /* Everything that changes what the shim does, valid flag included, as integers: ranks whose
  * fields differ would take different decisions, so the shims compare them across ranks (exactly,
  * with a MIN and a MAX reduction). */
-#define OCTET_SHIM_CONFIG_FIELDS 10
+#define OCTET_SHIM_CONFIG_FIELDS 11
 void octet_shim_config_fields(const octet_shim_config* config,
                               int64_t fields[OCTET_SHIM_CONFIG_FIELDS]);
 

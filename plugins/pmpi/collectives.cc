@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,13 @@ CommEntry* eligible(octet_shim_op op, uint64_t message_bytes, bool op_is_sum, MP
   if (message_bytes == 0 || message_bytes < s.config.min_bytes || comm == MPI_COMM_NULL)
     return nullptr;
   return comm_entry(comm);
+}
+
+// Whether a compressed MPI_Iallreduce runs on the progress thread (see progress.cc). Shadow mode
+// runs it eagerly: the exact call it adds must follow on the caller's thread.
+bool background() {
+  const State& s = state();
+  return s.threads_ok && !s.config.shadow && s.config.progress == OCTET_SHIM_PROGRESS_THREAD;
 }
 
 uint64_t encoded_bytes(size_t count) {
@@ -96,38 +104,73 @@ int compressed_allreduce(CommEntry* e, octet_shim_op op, const void* sendbuf, vo
                                             : static_cast<const float*>(sendbuf);
   rec->compressed = true;
   rec->bytes_sent = encoded_bytes(count);
-  if (!state().config.shadow) {
-    const octet_status st = octet_allreduce(entry_comm(e), sendbuf == MPI_IN_PLACE ? nullptr : in,
-                                            static_cast<float*>(recvbuf), count, &o);
-    return st == OCTET_OK ? MPI_SUCCESS : raise_error(comm, st, octet_shim_op_name(op));
-  }
-  std::vector<float> approx(count);
-  const octet_status st = octet_allreduce(entry_comm(e), in, approx.data(), count, &o);
+  const bool shadow = state().config.shadow;
+  std::vector<float> approx(shadow ? count : 0);
+  float* out = shadow ? approx.data() : static_cast<float*>(recvbuf);
+  const float* send = sendbuf == MPI_IN_PLACE && !shadow ? nullptr : in;
+  const octet_status st = run_compressed(e, [&](octet_request* r) {
+    return octet_iallreduce(entry_comm(e), send, out, count, &o, r);
+  });
   if (st != OCTET_OK) return raise_error(comm, st, octet_shim_op_name(op));
+  if (!shadow) return MPI_SUCCESS;
   const int rc = PMPI_Allreduce(sendbuf, recvbuf, count, type, MPI_SUM, comm);
   if (rc == MPI_SUCCESS) measure(approx.data(), static_cast<float*>(recvbuf), count, rec);
   return rc;
 }
 
-// A generalized request that is complete from the start (see README: Iallreduce is eager).
-int query_done(void*, MPI_Status* status) {
+// The MPI request of a compressed MPI_Iallreduce: a generalized request, completed by the
+// progress thread (or at once in eager mode); MPI_Wait returns the operation's error code.
+struct Pending {
+  MPI_Request request = MPI_REQUEST_NULL;
+  int code = MPI_SUCCESS;
+};
+int query_pending(void* state, MPI_Status* status) {
   PMPI_Status_set_elements(status, MPI_BYTE, 0);
   PMPI_Status_set_cancelled(status, 0);
   status->MPI_SOURCE = MPI_UNDEFINED;
   status->MPI_TAG = MPI_UNDEFINED;
+  return state ? static_cast<Pending*>(state)->code : MPI_SUCCESS;
+}
+int free_pending(void* state) {
+  delete static_cast<Pending*>(state);
   return MPI_SUCCESS;
 }
-int free_nothing(void*) {
-  return MPI_SUCCESS;
-}
-int cancel_nothing(void*, int) {
+int cancel_nothing(void*, int) {  // a started collective cannot be cancelled
   return MPI_SUCCESS;
 }
 
 int completed_request(MPI_Request* request) {
-  int rc = PMPI_Grequest_start(query_done, free_nothing, cancel_nothing, nullptr, request);
+  int rc = PMPI_Grequest_start(query_pending, free_pending, cancel_nothing, nullptr, request);
   if (rc == MPI_SUCCESS) rc = PMPI_Grequest_complete(*request);
   return rc;
+}
+
+// A compressed allreduce on the progress thread, behind an MPI request the application waits on.
+int background_allreduce(CommEntry* e, const void* sendbuf, void* recvbuf, int count,
+                         MPI_Request* request, CallRecord* rec) {
+  auto key = std::make_shared<std::string>();
+  octet_options o = options_for(e, OCTET_SHIM_OP_IALLREDUCE, recvbuf, count, key.get());
+  auto* pending = new Pending;
+  const int rc = PMPI_Grequest_start(query_pending, free_pending, cancel_nothing, pending, request);
+  if (rc != MPI_SUCCESS) {
+    delete pending;
+    return rc;
+  }
+  pending->request = *request;
+  rec->compressed = true;
+  rec->bytes_sent = encoded_bytes(count);
+  const float* in = sendbuf == MPI_IN_PLACE ? nullptr : static_cast<const float*>(sendbuf);
+  float* out = static_cast<float*>(recvbuf);
+  start_compressed(
+      e,
+      [e, in, out, count, o, key](octet_request* r) {
+        return octet_iallreduce(entry_comm(e), in, out, count, &o, r);
+      },
+      [pending](octet_status s) {
+        if (s != OCTET_OK) pending->code = error_code(s, "iallreduce");
+        PMPI_Grequest_complete(pending->request);
+      });
+  return MPI_SUCCESS;
 }
 
 // Runs one intercepted call: times it and records it, whichever path it took.
@@ -145,9 +188,20 @@ int timed(octet_shim_op op, uint64_t message_bytes, Body body) {
   return rc;
 }
 
+// A send buffer that is also the receive buffer without MPI_IN_PLACE: MPI forbids it (OpenMPI
+// answers MPI_ERR_BUFFER). Such calls go to PMPI_ so the application gets MPI's own answer.
+bool aliased(const void* sendbuf, const void* recvbuf) {
+  return sendbuf != MPI_IN_PLACE && sendbuf == recvbuf && sendbuf != nullptr;
+}
+
 int comm_size(MPI_Comm comm) {
   int size = 0;
   return PMPI_Comm_size(comm, &size) == MPI_SUCCESS ? size : 0;
+}
+
+bool is_root(MPI_Comm comm, int root) {
+  int rank = -1;
+  return PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank == root;
 }
 
 }  // namespace
@@ -159,7 +213,7 @@ double now_seconds() {
 
 int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
               MPI_Comm comm) {
-  if (!interesting(type) || count < 0)
+  if (!interesting(type) || count < 0 || aliased(sendbuf, recvbuf))
     return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
   const uint64_t bytes = 4ull * count;
   return timed(OCTET_SHIM_OP_ALLREDUCE, bytes, [&](CallRecord* rec) {
@@ -172,12 +226,13 @@ int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, 
 
 int iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                MPI_Comm comm, MPI_Request* request) {
-  if (!interesting(type) || count < 0)
+  if (!interesting(type) || count < 0 || aliased(sendbuf, recvbuf))
     return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request);
   const uint64_t bytes = 4ull * count;
   return timed(OCTET_SHIM_OP_IALLREDUCE, bytes, [&](CallRecord* rec) {
     CommEntry* e = eligible(OCTET_SHIM_OP_IALLREDUCE, bytes, op == MPI_SUM, comm);
     if (!e) return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request);
+    if (background()) return background_allreduce(e, sendbuf, recvbuf, count, request, rec);
     const int rc =
         compressed_allreduce(e, OCTET_SHIM_OP_IALLREDUCE, sendbuf, recvbuf, count, type, comm, rec);
     if (rc != MPI_SUCCESS) {
@@ -190,7 +245,7 @@ int iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
 
 int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
                          MPI_Op op, MPI_Comm comm) {
-  if (!interesting(type) || recvcount < 0)
+  if (!interesting(type) || recvcount < 0 || aliased(sendbuf, recvbuf))
     return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
   const size_t total = static_cast<size_t>(recvcount) * comm_size(comm);
   return timed(OCTET_SHIM_OP_REDUCE_SCATTER_BLOCK, 4 * total, [&](CallRecord* rec) {
@@ -209,7 +264,9 @@ int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_
     const bool shadow = state().config.shadow;
     std::vector<float> approx(shadow ? recvcount : 0);
     float* out = shadow ? approx.data() : static_cast<float*>(recvbuf);
-    const octet_status st = octet_reduce_scatter(entry_comm(e), in, out, recvcount, &o);
+    const octet_status st = run_compressed(e, [&](octet_request* r) {
+      return octet_ireduce_scatter(entry_comm(e), in, out, recvcount, &o, r);
+    });
     if (st != OCTET_OK) return raise_error(comm, st, "reduce_scatter_block");
     rec->compressed = true;
     rec->bytes_sent = encoded_bytes(total);
@@ -223,7 +280,7 @@ int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_
 int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
               int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  if (!interesting(recvtype) || recvcount < 0 ||
+  if (!interesting(recvtype) || recvcount < 0 || aliased(sendbuf, recvbuf) ||
       (!in_place && (!is_fp32(sendtype) || sendcount != recvcount)))
     return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   const int size = comm_size(comm);
@@ -247,7 +304,9 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
     const bool shadow = state().config.shadow;
     std::vector<float> approx(shadow ? total : 0);
     float* out = shadow ? approx.data() : static_cast<float*>(recvbuf);
-    const octet_status st = octet_allgather(entry_comm(e), in, out, recvcount, &o);
+    const octet_status st = run_compressed(e, [&](octet_request* r) {
+      return octet_iallgather(entry_comm(e), in, out, recvcount, &o, r);
+    });
     if (st != OCTET_OK) return raise_error(comm, st, "allgather");
     rec->compressed = true;
     rec->bytes_sent = encoded_bytes(total);
@@ -267,17 +326,22 @@ int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
     if (!e) return PMPI_Bcast(buffer, count, type, root, comm);
     std::string key;
     const octet_options o = options_for(e, OCTET_SHIM_OP_BCAST, buffer, count, &key);
+    // MPI leaves the root's buffer as it is; Octet's broadcast gives the root the decoded values
+    // too (every rank bit-identical), so the root broadcasts from a copy.
     const bool shadow = state().config.shadow;
+    const bool scratch = shadow || is_root(comm, root);
     float* data = static_cast<float*>(buffer);
-    std::vector<float> approx(shadow ? data : nullptr, shadow ? data + count : nullptr);
-    float* target = shadow ? approx.data() : data;
-    const octet_status st = octet_broadcast(entry_comm(e), target, count, root, &o);
+    std::vector<float> copy(scratch ? data : nullptr, scratch ? data + count : nullptr);
+    float* target = scratch ? copy.data() : data;
+    const octet_status st = run_compressed(e, [&](octet_request* r) {
+      return octet_ibroadcast(entry_comm(e), target, count, root, &o, r);
+    });
     if (st != OCTET_OK) return raise_error(comm, st, "bcast");
     rec->compressed = true;
     rec->bytes_sent = encoded_bytes(count);
     if (!shadow) return MPI_SUCCESS;
     const int rc = PMPI_Bcast(buffer, count, type, root, comm);
-    if (rc == MPI_SUCCESS) measure(approx.data(), data, count, rec);
+    if (rc == MPI_SUCCESS) measure(copy.data(), data, count, rec);
     return rc;
   });
 }

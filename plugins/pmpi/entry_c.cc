@@ -46,14 +46,19 @@ void run_step(const char* step, void (*fn)()) {
 
 extern "C" {
 
+// MPI_Init asks for MPI_THREAD_MULTIPLE when compressed nonblocking calls will progress on the
+// shim's own thread (OCTET_PROGRESS=thread, the default); *provided tells the truth either way.
 int MPI_Init(int* argc, char*** argv) {
-  const int rc = PMPI_Init(argc, argv);
+  const int level = octet_pmpi::wanted_thread_level(MPI_THREAD_SINGLE);
+  int provided = 0;
+  const int rc = level == MPI_THREAD_SINGLE ? PMPI_Init(argc, argv)
+                                            : PMPI_Init_thread(argc, argv, level, &provided);
   if (rc == MPI_SUCCESS) init_hook();
   return rc;
 }
 
 int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
-  const int rc = PMPI_Init_thread(argc, argv, required, provided);
+  const int rc = PMPI_Init_thread(argc, argv, octet_pmpi::wanted_thread_level(required), provided);
   if (rc == MPI_SUCCESS) init_hook();
   return rc;
 }

@@ -55,7 +55,13 @@ extern "C" {
 
 void octet_pmpi_f_init(MPI_Fint* ierr) {
   static auto real = next_fortran<void (*)(MPI_Fint*)>("pmpi_init_");
-  if (real) {
+  static auto real_thread =
+      next_fortran<void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*)>("pmpi_init_thread_");
+  MPI_Fint level = octet_pmpi::wanted_thread_level(MPI_THREAD_SINGLE), provided = 0;
+  if (real && real_thread && level != MPI_THREAD_SINGLE) {
+    real_thread(&level, &provided, ierr);  // see MPI_Init in entry_c.cc
+    if (*ierr == MPI_SUCCESS) octet_pmpi::after_init();
+  } else if (real) {
     real(ierr);
     if (*ierr == MPI_SUCCESS) octet_pmpi::after_init();
   } else {
@@ -66,7 +72,8 @@ void octet_pmpi_f_init(MPI_Fint* ierr) {
 void octet_pmpi_f_init_thread(MPI_Fint* required, MPI_Fint* provided, MPI_Fint* ierr) {
   static auto real = next_fortran<void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*)>("pmpi_init_thread_");
   if (real) {
-    real(required, provided, ierr);
+    MPI_Fint level = octet_pmpi::wanted_thread_level(*required);
+    real(&level, provided, ierr);
     if (*ierr == MPI_SUCCESS) octet_pmpi::after_init();
   } else {
     int c_provided = 0;
@@ -124,32 +131,30 @@ void octet_pmpi_f_bcast(void* buffer, MPI_Fint* count, MPI_Fint* type, MPI_Fint*
 }
 
 // The four manglings of each symbol, all aliases of the one implementation above, exported (the
-// shim is built with hidden visibility; mpi.h declares the C names visible, nothing the Fortran).
+// shim is built with hidden visibility; mpi.h declares the C names visible, nothing the Fortran),
+// and OpenMPI's ompi_*_f name, which its `use mpi_f08` bindings call (OpenMPI's own mpif.h
+// symbols are aliases of that same function, so the shim replaces it too).
 #define OCTET_F_ALIAS(impl) __attribute__((alias(#impl), visibility("default")))
-#define OCTET_FORTRAN(impl, params, lower, lower_, lower__, upper) \
-  void lower params OCTET_F_ALIAS(impl);                           \
-  void lower_ params OCTET_F_ALIAS(impl);                          \
-  void lower__ params OCTET_F_ALIAS(impl);                         \
-  void upper params OCTET_F_ALIAS(impl);
+#define OCTET_FORTRAN(impl, params, lower, upper) \
+  void lower params OCTET_F_ALIAS(impl);          \
+  void lower##_ params OCTET_F_ALIAS(impl);       \
+  void lower##__ params OCTET_F_ALIAS(impl);      \
+  void upper params OCTET_F_ALIAS(impl);          \
+  void o##lower##_f params OCTET_F_ALIAS(impl);
 
 #define F MPI_Fint*
-OCTET_FORTRAN(octet_pmpi_f_init, (F), mpi_init, mpi_init_, mpi_init__, MPI_INIT)
-OCTET_FORTRAN(octet_pmpi_f_init_thread, (F, F, F), mpi_init_thread, mpi_init_thread_,
-              mpi_init_thread__, MPI_INIT_THREAD)
-OCTET_FORTRAN(octet_pmpi_f_finalize, (F), mpi_finalize, mpi_finalize_, mpi_finalize__, MPI_FINALIZE)
-OCTET_FORTRAN(octet_pmpi_f_comm_set_info, (F, F, F), mpi_comm_set_info, mpi_comm_set_info_,
-              mpi_comm_set_info__, MPI_COMM_SET_INFO)
-OCTET_FORTRAN(octet_pmpi_f_allreduce, (void*, void*, F, F, F, F, F), mpi_allreduce, mpi_allreduce_,
-              mpi_allreduce__, MPI_ALLREDUCE)
+OCTET_FORTRAN(octet_pmpi_f_init, (F), mpi_init, MPI_INIT)
+OCTET_FORTRAN(octet_pmpi_f_init_thread, (F, F, F), mpi_init_thread, MPI_INIT_THREAD)
+OCTET_FORTRAN(octet_pmpi_f_finalize, (F), mpi_finalize, MPI_FINALIZE)
+OCTET_FORTRAN(octet_pmpi_f_comm_set_info, (F, F, F), mpi_comm_set_info, MPI_COMM_SET_INFO)
+OCTET_FORTRAN(octet_pmpi_f_allreduce, (void*, void*, F, F, F, F, F), mpi_allreduce, MPI_ALLREDUCE)
 OCTET_FORTRAN(octet_pmpi_f_iallreduce, (void*, void*, F, F, F, F, F, F), mpi_iallreduce,
-              mpi_iallreduce_, mpi_iallreduce__, MPI_IALLREDUCE)
+              MPI_IALLREDUCE)
 OCTET_FORTRAN(octet_pmpi_f_reduce_scatter_block, (void*, void*, F, F, F, F, F),
-              mpi_reduce_scatter_block, mpi_reduce_scatter_block_, mpi_reduce_scatter_block__,
-              MPI_REDUCE_SCATTER_BLOCK)
+              mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK)
 OCTET_FORTRAN(octet_pmpi_f_allgather, (void*, F, F, void*, F, F, F, F), mpi_allgather,
-              mpi_allgather_, mpi_allgather__, MPI_ALLGATHER)
-OCTET_FORTRAN(octet_pmpi_f_bcast, (void*, F, F, F, F, F), mpi_bcast, mpi_bcast_, mpi_bcast__,
-              MPI_BCAST)
+              MPI_ALLGATHER)
+OCTET_FORTRAN(octet_pmpi_f_bcast, (void*, F, F, F, F, F), mpi_bcast, MPI_BCAST)
 #undef F
 #undef OCTET_FORTRAN
 #undef OCTET_F_ALIAS

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "octet/octet_c.h"
 #include "shim_config.h"
@@ -23,6 +24,7 @@ struct State {
   bool agreed = false;       // every rank of MPI_COMM_WORLD has the same configuration
   bool active = false;       // agreed, valid and enabled: eligible calls get compressed
   bool recording = false;    // agreed, valid and a report path is set: collect statistics
+  bool threads_ok = false;   // MPI_THREAD_MULTIPLE on every rank: the progress thread may run
   int world_rank = 0;
   int world_size = 1;
 };
@@ -47,8 +49,27 @@ uint64_t entry_id(const CommEntry* entry);
 // decide again at the next eligible call.
 void info_changed(MPI_Comm comm, MPI_Info info);
 
-// Converts an Octet failure into an MPI error code and calls comm's error handler.
+// The MPI error code of an Octet failure; prints Octet's message (the first few per rank).
+int error_code(octet_status status, const char* what);
+// The same, and calls comm's error handler with it.
 int raise_error(MPI_Comm comm, octet_status status, const char* what);
+
+// Where compressed calls run (progress.cc). start posts an Octet nonblocking operation.
+using StartFn = std::function<octet_status(octet_request*)>;
+using FinishFn = std::function<void(octet_status)>;
+// Runs it to completion: on the caller's thread, or behind this communicator's pending
+// background operations (so that every rank starts them in the same order).
+octet_status run_compressed(const CommEntry* entry, const StartFn& start);
+// Runs it on the progress thread (started on first use); finish is called there on completion.
+void start_compressed(const CommEntry* entry, const StartFn& start, const FinishFn& finish);
+// Waits until no operation of entry is pending (before its communicator is freed).
+void drain_compressed(const CommEntry* entry);
+// Completes everything pending and joins the progress thread (at MPI_Finalize).
+void stop_progress();
+// The thread level to ask MPI for, given the application's: MPI_THREAD_MULTIPLE when compressed
+// nonblocking calls will progress on their own thread (the environment is read here, before
+// MPI_Init, and again by after_init).
+int wanted_thread_level(int required);
 
 // Statistics for the report (no-ops unless state().recording).
 struct CallRecord {

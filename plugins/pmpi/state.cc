@@ -11,7 +11,12 @@
 namespace octet_pmpi {
 
 struct CommEntry {
-  uint64_t id = 0;            // creation order on this rank, for error-feedback keys
+  uint64_t id = 0;  // creation order on this rank, for error-feedback keys
+  // The shim's own duplicate of the user's communicator: every agreement round and all of Octet's
+  // traffic go there, so that none of it can ever be matched with the application's messages
+  // or collectives on the user's communicator (even in an erroneous program whose ranks decide
+  // differently). MPI_COMM_NULL until the first eligible call.
+  MPI_Comm own = MPI_COMM_NULL;
   octet_comm comm = nullptr;  // null until the first eligible call that may compress
   bool decided = false;       // allowed below reflects the current info of the communicator
   bool allowed = false;       // every rank allows compression on this communicator
@@ -32,11 +37,13 @@ int g_errors_printed = 0;
 void free_entry_comm(CommEntry* entry) {
   if (entry->comm) octet_comm_free(entry->comm);
   entry->comm = nullptr;
+  if (entry->own != MPI_COMM_NULL) PMPI_Comm_free(&entry->own);
 }
 
 // Attribute delete callback: the user freed the communicator (collective), so free ours too.
 int delete_entry(MPI_Comm, int, void* value, void*) {
   auto* entry = static_cast<CommEntry*>(value);
+  drain_compressed(entry);  // MPI lets a communicator be freed with operations pending
   std::lock_guard<std::mutex> lock(g_mutex);
   free_entry_comm(entry);
   for (size_t i = 0; i < g_entries.size(); ++i)
@@ -103,36 +110,59 @@ bool info_opts_out(MPI_Info info) {
 
 // Whether every rank allows compression on comm, agreed by MIN. OpenMPI's MPI_Comm_get_info only
 // returns the keys it knows, so the key seen by our MPI_Comm_set_info counts as well.
-bool agreed_allowed(MPI_Comm comm, const CommEntry* entry) {
+// Whether a communicator can ever compress: equal on every rank, so no agreement is needed.
+bool can_compress(MPI_Comm comm) {
   int inter = 0, size = 1;
   PMPI_Comm_test_inter(comm, &inter);
   PMPI_Comm_size(comm, &size);
-  if (inter || size < 2) return false;  // equal on every rank: no agreement round needed
-  int local = entry->opted_out ? 0 : 1;
-  MPI_Info info = MPI_INFO_NULL;
-  if (PMPI_Comm_get_info(comm, &info) == MPI_SUCCESS && info != MPI_INFO_NULL) {
-    if (info_opts_out(info)) local = 0;
-    PMPI_Info_free(&info);
-  }
-  int all = 0;
-  if (PMPI_Allreduce(&local, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return false;
-  return all == 1;
+  return !inter && size >= 2;
 }
 
-// Creates the Octet communicator; every rank learns whether all succeeded, so that a failure
-// on one rank makes all of them pass through instead of deadlocking.
-octet_comm agreed_create(MPI_Comm comm) {
+// Whether this rank allows compression on comm (its info key, as our interceptor or
+// MPI_Comm_get_info saw it). OpenMPI's MPI_Comm_get_info only returns the keys it knows.
+bool locally_allowed(MPI_Comm comm, const CommEntry* entry) {
+  if (entry->opted_out) return false;
+  bool allowed = true;
+  MPI_Info info = MPI_INFO_NULL;
+  if (PMPI_Comm_get_info(comm, &info) == MPI_SUCCESS && info != MPI_INFO_NULL) {
+    allowed = !info_opts_out(info);
+    PMPI_Info_free(&info);
+  }
+  return allowed;
+}
+
+// Whether every rank says yes (MIN over the shim's own communicator).
+bool all_agree(MPI_Comm own, bool local) {
+  int mine = local ? 1 : 0, all = 0;
+  return PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, own) == MPI_SUCCESS && all == 1;
+}
+
+// Creates the Octet communicator over the shim's own one; every rank learns whether all
+// succeeded, so that a failure on one rank makes all of them pass through instead of
+// deadlocking.
+octet_comm agreed_create(MPI_Comm own) {
   octet_comm created = nullptr;
-  const octet_status s = octet_comm_from_mpi(comm, &created);
-  int local = s == OCTET_OK ? 1 : 0, all = 0;
-  if (PMPI_Allreduce(&local, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) all = 0;
-  if (all == 1) return created;
+  const octet_status s = octet_comm_from_mpi(own, &created);
+  if (all_agree(own, s == OCTET_OK)) return created;
   if (s != OCTET_OK)
     std::fprintf(stderr,
                  "octet-pmpi: rank %d: cannot create an Octet communicator (%s); "
                  "calls on this communicator pass through\n",
                  g_state.world_rank, octet_last_error_message());
   return nullptr;  // a communicator created on some ranks only is left alone, not freed
+}
+
+// The first eligible call on comm: the one collective the shim makes on the user's communicator
+// is MPI_Comm_dup, whose matching is internal to MPI (never against the application's traffic).
+// Everything after it happens on the duplicate.
+bool set_up(MPI_Comm comm, CommEntry* entry) {
+  if (entry->own == MPI_COMM_NULL && PMPI_Comm_dup(comm, &entry->own) != MPI_SUCCESS) {
+    entry->own = MPI_COMM_NULL;
+    return false;
+  }
+  if (!all_agree(entry->own, locally_allowed(comm, entry))) return false;
+  if (!entry->comm) entry->comm = agreed_create(entry->own);
+  return entry->comm != nullptr;
 }
 
 // The entry attached to comm, attaching a new (undecided) one if there is none. Local.
@@ -165,16 +195,19 @@ void after_init() {
   octet_shim_config_from_env(&s.config);
   PMPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &s.world_size);
-  // MIN of (f, -f) gives the minimum and the maximum of every field in one call.
-  int64_t local[2 * OCTET_SHIM_CONFIG_FIELDS], all[2 * OCTET_SHIM_CONFIG_FIELDS];
+  int level = MPI_THREAD_SINGLE;
+  PMPI_Query_thread(&level);
+  // The configuration's fields and whether MPI gave MPI_THREAD_MULTIPLE (which the progress
+  // thread needs): MIN of (f, -f) gives the minimum and the maximum of each in one call.
+  constexpr int n = OCTET_SHIM_CONFIG_FIELDS + 1;
+  int64_t local[2 * n], all[2 * n];
   octet_shim_config_fields(&s.config, local);
-  for (int i = 0; i < OCTET_SHIM_CONFIG_FIELDS; ++i)
-    local[OCTET_SHIM_CONFIG_FIELDS + i] = -local[i];
-  const int rc = PMPI_Allreduce(local, all, 2 * OCTET_SHIM_CONFIG_FIELDS, MPI_INT64_T, MPI_MIN,
-                                MPI_COMM_WORLD);
+  local[n - 1] = level == MPI_THREAD_MULTIPLE;
+  for (int i = 0; i < n; ++i) local[n + i] = -local[i];
+  const int rc = PMPI_Allreduce(local, all, 2 * n, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
   s.agreed = rc == MPI_SUCCESS;
-  for (int i = 0; i < OCTET_SHIM_CONFIG_FIELDS && s.agreed; ++i)
-    s.agreed = all[i] == local[i] && -all[OCTET_SHIM_CONFIG_FIELDS + i] == local[i];
+  for (int i = 0; i < n && s.agreed; ++i) s.agreed = all[i] == local[i] && -all[n + i] == local[i];
+  s.threads_ok = s.agreed && level == MPI_THREAD_MULTIPLE;
   s.active = s.agreed && s.config.valid && s.config.enable;
   s.recording = s.agreed && s.config.valid && s.config.report[0] != '\0';
   explain_configuration();
@@ -182,10 +215,14 @@ void after_init() {
   if (g_keyval == MPI_KEYVAL_INVALID) s.active = false;
   create_error_codes();
   s.initialized = true;
+  // Every rank is here: set MPI_COMM_WORLD up now, so that its first eligible call, perhaps a
+  // nonblocking one, does not have to (other communicators are set up at their first one).
+  if (s.active) comm_entry(MPI_COMM_WORLD);
 }
 
 void before_finalize() {
   if (!g_state.initialized) return;
+  stop_progress();
   write_report();
   // Free the Octet communicators while MPI still works, in creation order (the same on every
   // rank); the attributes stay and their delete callbacks then find nothing left to free.
@@ -200,9 +237,7 @@ CommEntry* comm_entry(MPI_Comm comm) {
   CommEntry* entry = find_or_add_entry(comm);
   if (!entry) return nullptr;
   if (entry->decided) return entry->allowed ? entry : nullptr;
-  entry->allowed = agreed_allowed(comm, entry);
-  if (entry->allowed && !entry->comm) entry->comm = agreed_create(comm);
-  if (!entry->comm) entry->allowed = false;
+  entry->allowed = can_compress(comm) && set_up(comm, entry);
   entry->decided = true;
   return entry->allowed ? entry : nullptr;
 }
@@ -224,10 +259,15 @@ void info_changed(MPI_Comm comm, MPI_Info info) {
   CommEntry* entry = find_or_add_entry(comm);
   if (!entry) return;
   entry->opted_out = info_opts_out(info);
-  entry->decided = false;
+  // MPI_Comm_set_info is collective: agree now, on the shim's own communicator, rather than at
+  // the next eligible call (which may be a nonblocking one that must not wait for the others).
+  if (entry->decided && entry->comm)
+    entry->allowed = all_agree(entry->own, locally_allowed(comm, entry));
+  else
+    entry->decided = false;
 }
 
-int raise_error(MPI_Comm comm, octet_status status, const char* what) {
+int error_code(octet_status status, const char* what) {
   const int index = status >= 1 && status <= OCTET_ERR_INTERNAL ? status : OCTET_ERR_INTERNAL;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -235,9 +275,22 @@ int raise_error(MPI_Comm comm, octet_status status, const char* what) {
       std::fprintf(stderr, "octet-pmpi: rank %d: compressed %s failed: %s\n", g_state.world_rank,
                    what, octet_last_error_message());
   }
-  const int code = g_error_codes[index] ? g_error_codes[index] : MPI_ERR_OTHER;
+  return g_error_codes[index] ? g_error_codes[index] : MPI_ERR_OTHER;
+}
+
+int raise_error(MPI_Comm comm, octet_status status, const char* what) {
+  const int code = error_code(status, what);
   PMPI_Comm_call_errhandler(comm, code);
   return code;
+}
+
+int wanted_thread_level(int required) {
+  octet_shim_config c;
+  octet_shim_config_from_env(&c);
+  const bool background = c.valid && c.enable && !c.shadow &&
+                          c.progress == OCTET_SHIM_PROGRESS_THREAD &&
+                          octet_shim_config_wants(&c, OCTET_SHIM_OP_IALLREDUCE);
+  return background ? MPI_THREAD_MULTIPLE : required;
 }
 
 }  // namespace octet_pmpi

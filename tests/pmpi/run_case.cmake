@@ -2,7 +2,9 @@
 # its output and the shim's JSON report. Called by CTest (see CMakeLists.txt):
 #   cmake -DMPIEXEC=... -DNP=4 -DSHIM=liboctet_pmpi.so -DAPP=prog [-DAPP_ARGS=a;b]
 #         [-DENV=K=V;K=V] [-DSPLIT_ENV=K=V] [-DREPORT=path] [-DEXPECT=op.field>n;...]
-#         [-DOUTPUT_REGEX=re] -P run_case.cmake
+#         [-DOUTPUT_REGEX=re] [-DFORBID_REGEX=re] [-DHANGS=seconds] -P run_case.cmake
+# HANGS: the program is erroneous on purpose and cannot complete; mpirun ends it after that many
+# seconds, and the case passes when it did not end otherwise (a crash) and FORBID_REGEX is absent.
 # SPLIT_ENV runs the second half of the ranks with one more variable (ranks that disagree).
 # EXPECT items: <op>.<field><cmp><number>, the field summed over the op's size buckets, cmp one
 # of > = <; op "job" reads a top-level field instead (job.ranks=4).
@@ -25,6 +27,9 @@ endif()
 
 # -x applies to one app context only: each context of an MPMD launch repeats them.
 set(launch ${MPIEXEC} --oversubscribe --mca btl self,vader --mca mpi_yield_when_idle 1)
+if(HANGS)
+  list(APPEND launch --timeout ${HANGS})
+endif()
 set(exports -x LD_PRELOAD=${SHIM} ${env_args})
 if(SPLIT_ENV)
   math(EXPR half "${NP} / 2")
@@ -39,7 +44,14 @@ set(ENV{OMPI_ALLOW_RUN_AS_ROOT_CONFIRM} 1)
 execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
                 TIMEOUT 120)
 message("${out}${err}")
-if(NOT rc EQUAL 0)
+if(FORBID_REGEX AND "${out}${err}" MATCHES "${FORBID_REGEX}")
+  message(FATAL_ERROR "the output matches '${FORBID_REGEX}'")
+endif()
+if(HANGS)
+  if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "time limit for job execution has been reached")
+    message(FATAL_ERROR "expected the job to run until mpirun's timeout (exit ${rc})")
+  endif()
+elseif(NOT rc EQUAL 0)
   message(FATAL_ERROR "the program failed (exit ${rc})")
 endif()
 if(OUTPUT_REGEX AND NOT "${out}${err}" MATCHES "${OUTPUT_REGEX}")

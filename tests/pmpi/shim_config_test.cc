@@ -48,6 +48,7 @@ TEST(ShimConfig, ReadsEveryVariable) {
                                      {"OCTET_STOCHASTIC", "true"},
                                      {"OCTET_ERROR_FEEDBACK", "on"},
                                      {"OCTET_SHADOW", "yes"},
+                                     {"OCTET_PROGRESS", " Eager"},
                                      {"OCTET_REPORT", "/tmp/r.json"}});
   ASSERT_TRUE(c.valid) << c.error;
   EXPECT_EQ(c.type, OCTET_TYPE_LINEAR);
@@ -55,6 +56,8 @@ TEST(ShimConfig, ReadsEveryVariable) {
   EXPECT_EQ(c.min_bytes, 1u << 20);
   EXPECT_TRUE(c.stochastic && c.error_feedback && c.shadow);
   EXPECT_STREQ(c.report, "/tmp/r.json");
+  EXPECT_EQ(c.progress, OCTET_SHIM_PROGRESS_EAGER);
+  EXPECT_EQ(parse({}).progress, OCTET_SHIM_PROGRESS_THREAD);
   char ops[128];
   EXPECT_STREQ(octet_shim_ops_string(c.ops, ops, sizeof ops), "allgather,bcast");
   EXPECT_FALSE(octet_shim_config_wants(&c, OCTET_SHIM_OP_ALLREDUCE));
@@ -82,7 +85,8 @@ TEST(ShimConfig, BadValuesAreNamedAndInvalidateEverything) {
                                                     {{"OCTET_MIN_BYTES", "12parsecs"}},
                                                     {{"OCTET_SHADOW", ""}},
                                                     {{"OCTET_STOCHASTIC", "maybe"}},
-                                                    {{"OCTET_ERROR_FEEDBACK", "10"}}};
+                                                    {{"OCTET_ERROR_FEEDBACK", "10"}},
+                                                    {{"OCTET_PROGRESS", "lazy"}}};
   for (const auto& env : bad) {
     const octet_shim_config c = parse(env);
     const std::string name = env.begin()->first;
@@ -107,6 +111,7 @@ TEST(ShimConfig, AgreedFieldsSeeWhatChangesDecisions) {
   EXPECT_NE(hash({{"OCTET_TYPE", "linear"}}), base);
   EXPECT_NE(hash({{"OCTET_OPS", "all"}}), base);
   EXPECT_NE(hash({{"OCTET_SHADOW", "1"}}), base);
+  EXPECT_NE(hash({{"OCTET_PROGRESS", "eager"}}), base);
   EXPECT_NE(hash({{"OCTET_TYPE", "bogus"}}), base);
   // Only rank 0 writes the report, so the path may differ, but not whether there is one.
   EXPECT_EQ(hash({{"OCTET_REPORT", "/a"}}), hash({{"OCTET_REPORT", "/b"}}));
