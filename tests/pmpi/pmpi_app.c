@@ -15,19 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_values.h"
+
 enum { kLarge = 1 << 16, kSmall = 100 };
 
 static int rank, size, failures;
 static double tol = -1; /* < 0: exact mode */
 
-/* Deterministic data in [-1, 1]: every rank can compute every other rank's input. */
-static float value(int r, size_t i, int salt) {
-  uint64_t h = (uint64_t)r * 0x9E3779B97F4A7C15ull ^ (i + 1) * 0xC2B2AE3D27D4EB4Full ^ salt;
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ull;
-  h ^= h >> 32;
-  return (float)((int)(h % 20001) - 10000) / 10000.0f;
-}
 static void fill(float* x, size_t n, int r, int salt) {
   for (size_t i = 0; i < n; ++i) x[i] = value(r, i, salt);
 }

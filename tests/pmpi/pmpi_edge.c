@@ -17,18 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_values.h"
+
 enum { kCount = 1 << 16 };
 /* (ranks + 1) x bound_fraction(dynamic) for 4 ranks, as in CMakeLists.txt (pmpi_tol). */
 static const double kTol = 0.036;
 static int rank, size, failures;
 
-static float value(int r, size_t i, int salt) {
-  uint64_t h = (uint64_t)r * 0x9E3779B97F4A7C15ull ^ (i + 1) * 0xC2B2AE3D27D4EB4Full ^ salt;
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ull;
-  h ^= h >> 32;
-  return (float)((int)(h % 20001) - 10000) / 10000.0f;
-}
 static double exact_sum(size_t i, int salt) {
   double s = 0;
   for (int r = 0; r < size; ++r) s += value(r, i, salt);
@@ -77,14 +72,12 @@ static void same_buffer(void) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   float* x = malloc((size_t)kCount * size * sizeof *x);
   for (size_t i = 0; i < (size_t)kCount * size; ++i) x[i] = value(rank, i, 2);
-  const int shim[3] = {
-      MPI_Allreduce(x, x, kCount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-      MPI_Reduce_scatter_block(x, x, kCount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-      MPI_Allgather(x, kCount, MPI_FLOAT, x, kCount, MPI_FLOAT, MPI_COMM_WORLD)};
-  const int plain[3] = {
-      PMPI_Allreduce(x, x, kCount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-      PMPI_Reduce_scatter_block(x, x, kCount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-      PMPI_Allgather(x, kCount, MPI_FLOAT, x, kCount, MPI_FLOAT, MPI_COMM_WORLD)};
+  const int shim[3] = {MPI_Allreduce(x, x, kCount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+                       MPI_Reduce_scatter_block(x, x, kCount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+                       MPI_Allgather(x, kCount, MPI_FLOAT, x, kCount, MPI_FLOAT, MPI_COMM_WORLD)};
+  const int plain[3] = {PMPI_Allreduce(x, x, kCount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+                        PMPI_Reduce_scatter_block(x, x, kCount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+                        PMPI_Allgather(x, kCount, MPI_FLOAT, x, kCount, MPI_FLOAT, MPI_COMM_WORLD)};
   const char* names[3] = {"allreduce", "reduce_scatter_block", "allgather"};
   for (int k = 0; k < 3; ++k) {
     int c_shim = 0, c_plain = 0;
@@ -173,23 +166,17 @@ static void repeat(int steps, double* mean_error, double* single_error) {
   free(total);
 }
 
-static void stochastic(void) {
+/* 32 identical allreduces: each within twice the bound, and the error of their mean below
+ * `gain` x the largest error of one call. */
+static void repeated(const char* what, double gain) {
   double mean = 0, single = 0;
   repeat(32, &mean, &single);
-  char detail[128];
+  char detail[128], name[96];
   snprintf(detail, sizeof detail, "largest error of the mean %g vs of one call %g", mean, single);
-  check("stochastic rounding: one call within twice the bound", single <= 2 * kTol * size, detail);
-  check("stochastic rounding: the mean of 32 calls gains (unbiased)", mean < 0.5 * single, detail);
-}
-
-static void feedback(void) {
-  double mean = 0, single = 0;
-  repeat(32, &mean, &single);
-  char detail[128];
-  snprintf(detail, sizeof detail, "largest error of the mean %g vs of one call %g", mean, single);
-  check("error feedback: one call within twice the bound", single <= 2 * kTol * size, detail);
-  /* Without feedback the same input gives the same error every step: the mean keeps it. */
-  check("error feedback: the error does not accumulate", mean < 0.25 * single, detail);
+  snprintf(name, sizeof name, "%s: one call within twice the bound", what);
+  check(name, single <= 2 * kTol * size, detail);
+  snprintf(name, sizeof name, "%s: the mean of 32 calls gains", what);
+  check(name, mean < gain * single, detail);
 }
 
 int main(int argc, char** argv) {
@@ -208,9 +195,10 @@ int main(int argc, char** argv) {
   else if (!strcmp(c, "iallreduce_p2p"))
     iallreduce_p2p();
   else if (!strcmp(c, "stochastic"))
-    stochastic();
+    repeated("stochastic rounding (unbiased)", 0.5);
   else if (!strcmp(c, "feedback"))
-    feedback();
+    /* Without feedback the same input gives the same error every step: the mean keeps it. */
+    repeated("error feedback (the error does not accumulate)", 0.25);
   else
     check("case name", 0, "unknown case");
   int all = 0;
