@@ -63,6 +63,18 @@ OCTET_API octet_status octet_options_validate(const octet_options* options, uint
 /* Payload bytes of count finite fp32 values encoded with options (NaN/Inf add to it). */
 OCTET_API octet_status octet_encoded_size(size_t count, const octet_options* options,
                                           size_t* bytes);
+/* The largest payload of count values whatever they are (every block holding NaN/Inf): the
+ * capacity octet_encode needs. */
+OCTET_API octet_status octet_max_encoded_size(size_t count, const octet_options* options,
+                                              size_t* bytes);
+/* Encodes in[0, count) (any alignment) into out[0, capacity) with the codec part of options
+ * (type, block size, stochastic rounding and its seed); *written gets the payload size. */
+OCTET_API octet_status octet_encode(const float* in, size_t count, const octet_options* options,
+                                    uint8_t* out, size_t capacity, size_t* written);
+/* Decodes a whole payload of exactly count values into out (any alignment). Everything is
+ * validated before out is written: a bad payload leaves out untouched. */
+OCTET_API octet_status octet_decode(const uint8_t* payload, size_t length, float* out,
+                                    size_t count);
 
 /* A communicator: a group of ranks over one transport (MPI: see octet_mpi.h). */
 typedef struct octet_comm_s* octet_comm;

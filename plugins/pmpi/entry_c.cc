@@ -107,4 +107,62 @@ int MPI_Bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
   return guarded(comm, [&] { return octet_pmpi::bcast(buffer, count, type, root, comm); });
 }
 
+// Point-to-point: untouched unless every rank opted the communicator in (octet_p2p).
+int MPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  octet_pmpi::CommEntry* e = octet_pmpi::p2p_entry(comm);
+  if (!e) return PMPI_Send(buf, count, type, dest, tag, comm);
+  return guarded(comm, [&] { return octet_pmpi::p2p_send(e, buf, count, type, dest, tag, comm); });
+}
+
+int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+              MPI_Request* request) {
+  octet_pmpi::CommEntry* e = octet_pmpi::p2p_entry(comm);
+  if (!e) return PMPI_Isend(buf, count, type, dest, tag, comm, request);
+  return guarded(
+      comm, [&] { return octet_pmpi::p2p_isend(e, buf, count, type, dest, tag, comm, request); });
+}
+
+int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+             MPI_Status* status) {
+  octet_pmpi::CommEntry* e = octet_pmpi::p2p_entry(comm);
+  if (!e) return PMPI_Recv(buf, count, type, source, tag, comm, status);
+  return guarded(
+      comm, [&] { return octet_pmpi::p2p_recv(e, buf, count, type, source, tag, comm, status); });
+}
+
+int MPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+              MPI_Request* request) {
+  octet_pmpi::CommEntry* e = octet_pmpi::p2p_entry(comm);
+  if (!e) return PMPI_Irecv(buf, count, type, source, tag, comm, request);
+  return guarded(
+      comm, [&] { return octet_pmpi::p2p_irecv(e, buf, count, type, source, tag, comm, request); });
+}
+
+int MPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                 void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                 MPI_Comm comm, MPI_Status* status) {
+  octet_pmpi::CommEntry* e = octet_pmpi::p2p_entry(comm);
+  if (!e)
+    return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                         source, recvtag, comm, status);
+  return guarded(comm, [&] {
+    return octet_pmpi::p2p_sendrecv(e, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
+                                    recvcount, recvtype, source, recvtag, comm, status);
+  });
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  octet_pmpi::CommEntry* e = octet_pmpi::p2p_entry(comm);
+  if (!e) return PMPI_Probe(source, tag, comm, status);
+  return guarded(
+      comm, [&] { return octet_pmpi::p2p_probe(e, source, tag, comm, nullptr, status, true); });
+}
+
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
+  octet_pmpi::CommEntry* e = octet_pmpi::p2p_entry(comm);
+  if (!e) return PMPI_Iprobe(source, tag, comm, flag, status);
+  return guarded(comm,
+                 [&] { return octet_pmpi::p2p_probe(e, source, tag, comm, flag, status, false); });
+}
+
 }  // extern "C"

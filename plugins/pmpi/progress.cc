@@ -74,6 +74,14 @@ class Progress {
     enqueue(lock, e, start, finish);
   }
 
+  void poll_background(const PollFn& poll) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+    polled_.push_back(poll);
+    ++polled_pending_;
+    wake_.notify_all();
+  }
+
   // Waits until nothing of e (or of any communicator, for nullptr) is pending.
   void drain(const CommEntry* e) {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -81,7 +89,7 @@ class Progress {
       if (e) return loads_[e].pending == 0;
       for (const auto& kv : loads_)
         if (kv.second.pending) return false;
-      return true;
+      return polled_pending_ == 0;
     });
     if (e) loads_.erase(e);
   }
@@ -148,9 +156,24 @@ class Progress {
     finished_.notify_all();
   }
 
-  // Tests every running operation once; returns whether one completed.
+  // Tests every running operation and polls every polled task once; returns whether one
+  // completed.
   bool test_running(std::unique_lock<std::mutex>& lock) {
     bool any = false;
+    for (size_t i = 0; i < polled_.size();) {
+      const PollFn poll = polled_[i];
+      lock.unlock();
+      const bool done = poll();
+      lock.lock();
+      if (!done) {
+        ++i;
+        continue;
+      }
+      polled_.erase(polled_.begin() + static_cast<long>(i));
+      --polled_pending_;
+      finished_.notify_all();
+      any = true;
+    }
     for (size_t i = 0; i < running_.size();) {
       int done = 0;
       lock.unlock();
@@ -172,7 +195,7 @@ class Progress {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
       start_ready(lock);
-      if (running_.empty()) {
+      if (running_.empty() && polled_.empty()) {
         if (stopping_ && queue_.empty()) return;
         wake_.wait(lock);
         continue;
@@ -194,6 +217,8 @@ class Progress {
   std::condition_variable wake_, finished_;
   std::deque<Job> queue_;
   std::vector<Running> running_;  // touched by the progress thread only (under mutex_)
+  std::vector<PollFn> polled_;    // appended by callers, polled by the progress thread
+  int polled_pending_ = 0;
   std::map<const CommEntry*, Load> loads_;
   std::thread thread_;
   bool stopping_ = false;
@@ -216,6 +241,10 @@ octet_status run_compressed(const CommEntry* entry, const StartFn& start) {
 
 void start_compressed(const CommEntry* entry, const StartFn& start, const FinishFn& finish) {
   progress().run_background(entry, start, finish);
+}
+
+void poll_in_background(const PollFn& poll) {
+  progress().poll_background(poll);
 }
 
 void drain_compressed(const CommEntry* entry) {

@@ -49,6 +49,10 @@ uint64_t entry_id(const CommEntry* entry);
 // decide again at the next eligible call.
 void info_changed(MPI_Comm comm, MPI_Info info);
 
+// The entry of a communicator on which every rank opted in to compressed point-to-point
+// (info key octet_p2p), else nullptr. Local: a cached lookup.
+CommEntry* p2p_entry(MPI_Comm comm);
+
 // The MPI error code of an Octet failure; prints Octet's message (the first few per rank).
 int error_code(octet_status status, const char* what);
 // The same, and calls comm's error handler with it.
@@ -62,6 +66,9 @@ using FinishFn = std::function<void(octet_status)>;
 octet_status run_compressed(const CommEntry* entry, const StartFn& start);
 // Runs it on the progress thread (started on first use); finish is called there on completion.
 void start_compressed(const CommEntry* entry, const StartFn& start, const FinishFn& finish);
+// Calls poll on the progress thread until it returns true (point-to-point completions).
+using PollFn = std::function<bool()>;
+void poll_in_background(const PollFn& poll);
 // Waits until no operation of entry is pending (before its communicator is freed).
 void drain_compressed(const CommEntry* entry);
 // Completes everything pending and joins the progress thread (at MPI_Finalize).
@@ -96,6 +103,29 @@ int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_
 int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
               int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm);
+
+// Point-to-point on a communicator whose p2p_entry is e (p2p.cc): fp32 messages at or above
+// OCTET_MIN_BYTES travel compressed; every receive goes through the communicator's matcher.
+int p2p_send(CommEntry* e, const void* buf, int count, MPI_Datatype type, int dest, int tag,
+             MPI_Comm comm);
+int p2p_isend(CommEntry* e, const void* buf, int count, MPI_Datatype type, int dest, int tag,
+              MPI_Comm comm, MPI_Request* request);
+int p2p_recv(CommEntry* e, void* buf, int count, MPI_Datatype type, int source, int tag,
+             MPI_Comm comm, MPI_Status* status);
+int p2p_irecv(CommEntry* e, void* buf, int count, MPI_Datatype type, int source, int tag,
+              MPI_Comm comm, MPI_Request* request);
+int p2p_sendrecv(CommEntry* e, const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                 int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype, int source,
+                 int recvtag, MPI_Comm comm, MPI_Status* status);
+// MPI_Probe (blocking) and MPI_Iprobe: report the count the application sent.
+int p2p_probe(CommEntry* e, int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status,
+              bool blocking);
+// Generalized requests completed by the progress thread: a receive's (its status is the
+// receive's) and a send's.
+int start_receive_request(void* receive, MPI_Request* request);
+int start_generalized(MPI_Request* request);
+// The communicator of entry is being freed.
+void p2p_forget(const CommEntry* entry);
 
 double now_seconds();
 

@@ -1,5 +1,6 @@
 // The shim's process-wide state: the configuration (read once at MPI_Init and agreed across
 // MPI_COMM_WORLD), the Octet communicator cached on each user communicator, and error reporting.
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -17,11 +18,13 @@ struct CommEntry {
   // or collectives on the user's communicator (even in an erroneous program whose ranks decide
   // differently). MPI_COMM_NULL until the first eligible call.
   MPI_Comm own = MPI_COMM_NULL;
-  octet_comm comm = nullptr;  // null until the first eligible call that may compress
-  bool decided = false;       // allowed below reflects the current info of the communicator
-  bool allowed = false;       // every rank allows compression on this communicator
-  uint64_t calls = 0;         // compressed calls so far
-  bool opted_out = false;     // this rank's MPI_Comm_set_info said octet_compress=false
+  octet_comm comm = nullptr;     // null until the first eligible call that may compress
+  bool decided = false;          // allowed below reflects the current info of the communicator
+  bool allowed = false;          // every rank allows compression on this communicator
+  uint64_t calls = 0;            // compressed calls so far
+  bool opted_out = false;        // this rank's MPI_Comm_set_info said octet_compress=false
+  bool p2p_wanted = false;       // this rank's MPI_Comm_set_info said octet_p2p=true
+  std::atomic<bool> p2p{false};  // every rank opted in to compressed point-to-point (p2p.cc)
 };
 
 namespace {
@@ -44,6 +47,7 @@ void free_entry_comm(CommEntry* entry) {
 int delete_entry(MPI_Comm, int, void* value, void*) {
   auto* entry = static_cast<CommEntry*>(value);
   drain_compressed(entry);  // MPI lets a communicator be freed with operations pending
+  p2p_forget(entry);
   std::lock_guard<std::mutex> lock(g_mutex);
   free_entry_comm(entry);
   for (size_t i = 0; i < g_entries.size(); ++i)
@@ -97,15 +101,23 @@ void explain_configuration() {
 }
 
 // Whether info says octet_compress=false (or 0, no, off).
-bool info_opts_out(MPI_Info info) {
-  if (info == MPI_INFO_NULL) return false;
+// The boolean value of an info key: 1 (true, 1, yes, on), 0 (false, 0, no, off), -1 (absent or
+// anything else).
+int info_flag(MPI_Info info, const char* key) {
+  if (info == MPI_INFO_NULL) return -1;
   char value[64] = {0};
   int found = 0;
-  if (PMPI_Info_get(info, "octet_compress", sizeof value - 1, value, &found) != MPI_SUCCESS ||
-      !found)
-    return false;
-  return !std::strcmp(value, "false") || !std::strcmp(value, "0") || !std::strcmp(value, "no") ||
-         !std::strcmp(value, "off");
+  if (PMPI_Info_get(info, key, sizeof value - 1, value, &found) != MPI_SUCCESS || !found) return -1;
+  for (const char* yes : {"true", "1", "yes", "on"})
+    if (!std::strcmp(value, yes)) return 1;
+  for (const char* no : {"false", "0", "no", "off"})
+    if (!std::strcmp(value, no)) return 0;
+  return -1;
+}
+
+// Whether info says octet_compress=false (or 0, no, off).
+bool info_opts_out(MPI_Info info) {
+  return info_flag(info, "octet_compress") == 0;
 }
 
 // Whether every rank allows compression on comm, agreed by MIN. OpenMPI's MPI_Comm_get_info only
@@ -259,12 +271,29 @@ void info_changed(MPI_Comm comm, MPI_Info info) {
   CommEntry* entry = find_or_add_entry(comm);
   if (!entry) return;
   entry->opted_out = info_opts_out(info);
-  // MPI_Comm_set_info is collective: agree now, on the shim's own communicator, rather than at
-  // the next eligible call (which may be a nonblocking one that must not wait for the others).
-  if (entry->decided && entry->comm)
-    entry->allowed = all_agree(entry->own, locally_allowed(comm, entry));
-  else
-    entry->decided = false;
+  const int p2p = info_flag(info, "octet_p2p");
+  if (p2p >= 0) entry->p2p_wanted = p2p == 1;
+  // MPI_Comm_set_info is collective: set the communicator up and agree now, on the shim's own
+  // communicator, rather than at the next eligible call (which may be a nonblocking one, or a
+  // point-to-point one, that must not wait for the others). Every rank makes the same rounds.
+  entry->decided = false;
+  comm_entry(comm);
+  if (entry->own == MPI_COMM_NULL) return;
+  const bool p2p_ok = entry->allowed && g_state.threads_ok && entry->p2p_wanted;
+  entry->p2p = all_agree(entry->own, p2p_ok);
+  if (entry->p2p_wanted && !g_state.threads_ok && g_state.world_rank == 0)
+    std::fprintf(stderr,
+                 "octet-pmpi: octet_p2p needs the progress thread (OCTET_PROGRESS=thread and "
+                 "MPI_THREAD_MULTIPLE); point-to-point on this communicator passes through\n");
+}
+
+CommEntry* p2p_entry(MPI_Comm comm) {
+  if (!g_state.active || comm == MPI_COMM_NULL) return nullptr;
+  void* value = nullptr;
+  int found = 0;
+  if (PMPI_Comm_get_attr(comm, g_keyval, &value, &found) != MPI_SUCCESS || !found) return nullptr;
+  auto* entry = static_cast<CommEntry*>(value);
+  return entry->p2p ? entry : nullptr;
 }
 
 int error_code(octet_status status, const char* what) {

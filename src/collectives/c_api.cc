@@ -129,6 +129,26 @@ octet_status octet_encoded_size(size_t count, const octet_options* options, size
   });
 }
 
+octet_status octet_max_encoded_size(size_t count, const octet_options* options, size_t* bytes) {
+  return guard([&] {
+    if (!bytes) throw octet::Error(octet::ErrorCode::kInvalidArgument, "null argument");
+    *bytes = octet::max_encoded_size(count, convert(options).codec);
+  });
+}
+
+octet_status octet_encode(const float* in, size_t count, const octet_options* options,
+                          uint8_t* out, size_t capacity, size_t* written) {
+  return guard([&] {
+    if (!written) throw octet::Error(octet::ErrorCode::kInvalidArgument, "null argument");
+    *written = octet::encode(in, count, convert(options).codec, out, capacity);
+  });
+}
+
+octet_status octet_decode(const uint8_t* payload, size_t length, float* out, size_t count) {
+  return guard(
+      [&] { octet::decode(payload, length, out, count, octet::DecodeMode::kOverwrite, 1); });
+}
+
 octet_status octet_comm_free(octet_comm comm) {
   return guard([&] { delete comm; });
 }

@@ -1,9 +1,13 @@
 // The one size grammar (include/octet/units.h, docs/units.md) and its C API twin.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <vector>
+
 #include <cstdint>
 #include <string>
 
+#include "octet/codec.h"
 #include "octet/octet_c.h"
 #include "octet/units.h"
 
@@ -68,6 +72,33 @@ TEST(CApiRules, TypeNamesBlockRuleAndSizes) {
   EXPECT_GT(bytes, 4096u);
   EXPECT_LT(bytes, 4096u + 64);
   EXPECT_STREQ(octet_status_string(OCTET_ERR_MISMATCH), "mismatch across ranks");
+}
+
+// The codec through the C API (what the PMPI shim's point-to-point uses): the same bytes as the
+// C++ API, exact size checks, a bad payload rejected without touching the output.
+TEST(CApi, EncodeDecodeRoundTripAndErrors) {
+  std::vector<float> x(5000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.01f * static_cast<float>(i));
+  octet_options o;
+  octet_options_init(&o);
+  size_t capacity = 0, written = 0;
+  ASSERT_EQ(octet_max_encoded_size(x.size(), &o, &capacity), OCTET_OK);
+  std::vector<uint8_t> payload(capacity);
+  ASSERT_EQ(octet_encode(x.data(), x.size(), &o, payload.data(), capacity, &written), OCTET_OK);
+  EXPECT_EQ(payload.size(), capacity);
+  payload.resize(written);
+  EXPECT_EQ(payload, encode(x, CodecOptions{}));
+  std::vector<float> y(x.size(), 7.0f);
+  ASSERT_EQ(octet_decode(payload.data(), payload.size(), y.data(), y.size()), OCTET_OK);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], x[i], 0.01) << i;
+  EXPECT_EQ(octet_encode(x.data(), x.size(), &o, payload.data(), 10, &written),
+            OCTET_ERR_INVALID_ARGUMENT);
+  std::vector<float> untouched(x.size(), 7.0f);
+  EXPECT_NE(octet_decode(payload.data(), payload.size() - 1, untouched.data(), x.size()),
+            OCTET_OK);  // a truncated payload
+  EXPECT_EQ(untouched, std::vector<float>(x.size(), 7.0f));
+  EXPECT_EQ(octet_decode(payload.data(), payload.size(), y.data(), x.size() - 1),
+            OCTET_ERR_MISMATCH);
 }
 
 }  // namespace

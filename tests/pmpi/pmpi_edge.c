@@ -9,6 +9,7 @@
  *                             before it joins the allreduce (legal; deadlocked when eager)
  *   pmpi_edge stochastic      OCTET_STOCHASTIC=1: unbiased (the mean of repeated calls gains)
  *   pmpi_edge feedback        OCTET_ERROR_FEEDBACK=1: the error does not accumulate over steps
+ *   pmpi_edge p2p_refused     octet_p2p where it cannot be honoured: said once, messages exact
  * Exit status 0 when every check passed on every rank. */
 #include <math.h>
 #include <mpi.h>
@@ -179,6 +180,28 @@ static void repeated(const char* what, double gain) {
   check(name, mean < gain * single, detail);
 }
 
+static void p2p_refused(void) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "octet_p2p", "true");
+  MPI_Comm_set_info(comm, info);
+  MPI_Info_free(&info);
+  float* x = malloc(kCount * sizeof *x);
+  float* y = malloc(kCount * sizeof *y);
+  for (size_t i = 0; i < kCount; ++i) x[i] = value(rank, i, 6);
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  MPI_Sendrecv(x, kCount, MPI_FLOAT, next, 0, y, kCount, MPI_FLOAT, prev, 0, comm,
+               MPI_STATUS_IGNORE);
+  int exact = 1;
+  for (size_t i = 0; i < kCount; ++i) exact = exact && y[i] == value(prev, i, 6);
+  check("point-to-point passes through exactly", exact, "values differ");
+  MPI_Comm_free(&comm);
+  free(x);
+  free(y);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -199,6 +222,8 @@ int main(int argc, char** argv) {
   else if (!strcmp(c, "feedback"))
     /* Without feedback the same input gives the same error every step: the mean keeps it. */
     repeated("error feedback (the error does not accumulate)", 0.25);
+  else if (!strcmp(c, "p2p_refused"))
+    p2p_refused();
   else
     check("case name", 0, "unknown case");
   int all = 0;
