@@ -77,23 +77,27 @@ __device__ void copy_table(uint8_t* smem, const detail::QuantTable* table, uint3
   for (uint32_t i = threadIdx.x; i < bytes / 4; i += blockDim.x) dst[i] = src[i];
 }
 
-// Finite max and min (both start at +0, as in the CPU's BlockStats) and a non-finite flag. With
-// strict comparisons from +0 the result does not depend on the reduction order.
+// Finite max and min (both start at +0, as in the CPU's BlockStats), a non-finite flag and the
+// zeros seen (quant_math.h's zero_flags, for the sign of an all-zero block's scale; the CPU looks
+// at them only in such blocks, the result is the same). With strict comparisons from +0 and ORs
+// the result does not depend on the reduction order.
 struct Stats {
   float max_value;
   float min_value;
   uint32_t nonfinite;
+  uint32_t zeros;
 };
 
 __device__ __forceinline__ Stats combine(Stats a, const Stats& b) {
   a.max_value = b.max_value > a.max_value ? b.max_value : a.max_value;
   a.min_value = b.min_value < a.min_value ? b.min_value : a.min_value;
   a.nonfinite |= b.nonfinite;
+  a.zeros |= b.zeros;
   return a;
 }
 
 __device__ Stats thread_stats(const float* x, uint32_t n, int align) {
-  Stats s{0.0f, 0.0f, 0u};
+  Stats s{0.0f, 0.0f, 0u, 0u};
   for (uint32_t i = 4 * threadIdx.x; i < n; i += 4 * blockDim.x) {
     const uint32_t m = min(4u, n - i);
     float v[4];
@@ -103,7 +107,7 @@ __device__ Stats thread_stats(const float* x, uint32_t n, int align) {
         s.nonfinite = 1;
         continue;
       }
-      s = combine(s, Stats{v[k], v[k], 0u});
+      s = combine(s, Stats{v[k], v[k], 0u, detail::zero_flags(v[k])});
     }
   }
   return s;
@@ -116,6 +120,7 @@ __device__ Stats block_reduce(Stats s, Stats* partial) {
     o.max_value = __shfl_xor_sync(0xffffffffu, s.max_value, d);
     o.min_value = __shfl_xor_sync(0xffffffffu, s.min_value, d);
     o.nonfinite = __shfl_xor_sync(0xffffffffu, s.nonfinite, d);
+    o.zeros = __shfl_xor_sync(0xffffffffu, s.zeros, d);
     s = combine(s, o);
   }
   if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = s;
@@ -128,7 +133,7 @@ __device__ Stats block_reduce(Stats s, Stats* partial) {
 // Thread 0: the block's scale, stored in the payload and broadcast through shared memory.
 __device__ void finish_scale(const EncodeArgs& a, const detail::QuantTable& t, uint64_t b,
                              const Stats& st, detail::BlockScale* shared_scale) {
-  const detail::BlockScale s = detail::make_block_scale(st.max_value, st.min_value);
+  const detail::BlockScale s = detail::make_block_scale(st.max_value, st.min_value, st.zeros);
   *shared_scale = s;
   store_u32(a.scales + 4 * b, detail::float_bits(s.scale), alignment_of(a.scales + 4 * b));
   const bool mixed = !t.is_signed && st.min_value < 0.0f && st.max_value > 0.0f;

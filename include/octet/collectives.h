@@ -71,7 +71,9 @@ struct CollectiveOptions {
   CodecOptions codec;              // type, block size, stochastic rounding and its seed, checksum
   std::string error_feedback_key;  // empty: none; else residuals are kept under this name
   size_t min_bytes = 0;            // calls whose fp32 size (count * 4) is below go uncompressed
-  bool average = false;            // allreduce/reduce_scatter: divide the sum by the rank count
+  // allreduce/reduce_scatter: divide the sum by the rank count (an average of finite values is
+  // finite even where their fp32 sum overflows; docs/algorithms.md, "Edges of the float range").
+  bool average = false;
   size_t chunk_bytes = size_t{1} << 20;  // pipeline chunk: fp32 bytes per message (rounded to
                                          // whole blocks)
   int window = 4;                        // chunks in flight

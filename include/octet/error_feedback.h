@@ -22,7 +22,8 @@ class OCTET_API ErrorFeedback {
  public:
   // Encodes in[0, count) + residual(key) into out and stores the new residual
   // (in + residual - decode(out)). A key seen with a different count starts from zero.
-  // Non-finite inputs are encoded as they are and leave a zero residual.
+  // Non-finite inputs are encoded as they are and leave a zero residual; a finite input whose sum
+  // with its residual would overflow is encoded as +-FLT_MAX (never as +-Inf).
   size_t encode(const std::string& key, const float* in, size_t count, const CodecOptions& options,
                 uint8_t* out, size_t out_capacity);
   // The same with options already resolved and a chosen backend (the collectives' chunk path,

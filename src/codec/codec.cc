@@ -75,6 +75,18 @@ void unpack_nibbles(const uint8_t* packed, size_t n, uint8_t* nibbles) {
   if (n & 1) nibbles[n - 1] = packed[n / 2] & 0xF;
 }
 
+// The OR of quant_math.h's zero_flags over x[0, n), as far as make_block_scale needs it: it
+// stops at the first +0 (then the scale is +0 whatever else the block holds).
+uint32_t zero_flags(const float* x, size_t n) {
+  uint32_t flags = 0;
+  for (size_t i = 0; i < n && !(flags & detail::kSawPositiveZero); ++i) {
+    float v;
+    std::memcpy(&v, x + i, sizeof v);  // x may be unaligned
+    flags |= detail::zero_flags(v);
+  }
+  return flags;
+}
+
 struct EncodeJob {
   const detail::QuantTable* table;
   const CodecOptions* options;
@@ -99,7 +111,11 @@ void encode_blocks(const EncodeJob& job, uint64_t b0, uint64_t b1) {
     (*job.special)[b] = st.has_nonfinite ? 1 : 0;
     if (!job.table->is_signed && st.min_value < 0.0f && st.max_value > 0.0f)
       job.mixed_sign->store(true, std::memory_order_relaxed);
-    const detail::BlockScale s = detail::make_block_scale(st.max_value, st.min_value);
+    // The zeros' signs matter only to a block without a finite nonzero element (rare): only then
+    // does the block get a second look.
+    const bool no_nonzero = st.max_value == 0.0f && st.min_value == 0.0f;
+    const detail::BlockScale s =
+        detail::make_block_scale(st.max_value, st.min_value, no_nonzero ? zero_flags(x, n) : 0u);
     store_f32(job.scales + 4 * b, s.scale);
     uint8_t* dst = job.bits == 8 ? job.codes + first : nibbles.data();
     if (job.options->stochastic)

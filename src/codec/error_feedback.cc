@@ -1,6 +1,7 @@
 #include "octet/error_feedback.h"
 
 #include <cmath>
+#include <limits>
 
 #include "codec/backend.h"
 
@@ -23,16 +24,24 @@ size_t ErrorFeedback::encode(const std::string& key, const float* in, size_t cou
     auto it = residuals_.find(key);
     if (it != residuals_.end() && it->second.size() == count) residual = std::move(it->second);
   }
+  // A finite input plus its residual can pass FLT_MAX: it is sent as +-FLT_MAX, not as +-Inf
+  // (the residual beyond FLT_MAX is dropped).
   if (residual.size() == count)
-    for (size_t i = 0; i < count; ++i) corrected[i] += residual[i];
+    for (size_t i = 0; i < count; ++i) {
+      const float c = corrected[i] + residual[i];
+      corrected[i] = std::isinf(c) && std::isfinite(corrected[i])
+                         ? std::copysign(std::numeric_limits<float>::max(), c)
+                         : c;
+    }
   const size_t written =
       backend.encode(options, corrected.data(), count, out, out_capacity, nullptr);
   residual.resize(count);
   backend.decode(out, written, residual.data(), count, DecodeMode::kOverwrite,
                  options.options.threads, nullptr);
+  // No residual is stored as -0, the additive identity, so that a -0 input stays -0 next time.
   for (size_t i = 0; i < count; ++i) {
     const float r = corrected[i] - residual[i];
-    residual[i] = std::isfinite(r) ? r : 0.0f;
+    residual[i] = std::isfinite(r) && r != 0.0f ? r : -0.0f;
   }
   std::lock_guard<std::mutex> lock(mutex_);
   residuals_[key] = std::move(residual);

@@ -216,7 +216,7 @@ size_t DecodeByteShuffle(const detail::QuantTable& t, const uint8_t* codes, size
   for (int k = 0; k < 4; ++k)
     for (int h = 0; h < (kSigned ? 2 : 4); ++h)
       table[k][h] = _mm512_loadu_si512(t.value_bytes[k] + 64 * h);
-  const __m512 vscale = _mm512_set1_ps(scale), zero = _mm512_setzero_ps();
+  const __m512 vscale = _mm512_set1_ps(scale), zero = _mm512_set1_ps(detail::decode_zero(scale));
   const __m512i sign_bit = _mm512_set1_epi8(static_cast<char>(0x80));
   size_t i = 0;
   for (; i + 64 <= n; i += 64) {
@@ -265,7 +265,7 @@ void Decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, float s
   const DI di;
   const DC dc;
   const size_t N = hn::Lanes(df);
-  const auto vscale = hn::Set(df, scale), zero = hn::Zero(df);
+  const auto vscale = hn::Set(df, scale), zero = hn::Set(df, detail::decode_zero(scale));
   size_t i = 0;
   if (accumulate) {
     for (; i + N <= n; i += N) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectives/collective_op.h"
+#include "collectives/reduce_chunk.h"
 
 namespace octet {
 namespace detail {
@@ -114,17 +115,9 @@ class Allreduce : public CollectiveOp {
       if (out_ != in_) std::memmove(out_ + m.begin, in_ + m.begin, m.size * sizeof(float));
       return;
     }
-    std::vector<float> sum(m.size, 0.0f);
-    for (int r = 0; r < p; ++r) {
-      if (r == me) {
-        add_elements(sum.data(), in_ + m.begin, m.size);
-      } else {
-        chunk_codec_->decode(u.contributions[r], u.contribution_bytes[r], sum.data(), m.size, true,
-                             r);
-      }
-    }
-    if (options_.average)
-      for (float& v : sum) v /= static_cast<float>(p);
+    const std::vector<float> sum =
+        reduce_chunk(*chunk_codec_, me, p, in_ + m.begin, m.size, u.contributions,
+                     u.contribution_bytes, options_.average);
     Bytes b = chunk_codec_->encode(sum.data(), m.size, m.begin, 0x1000 + me, slot("sum", me, k));
     for (int i = 1; i < p; ++i) {
       const int peer = (me + i) % p;

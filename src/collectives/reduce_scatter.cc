@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "collectives/collective_op.h"
+#include "collectives/reduce_chunk.h"
 
 namespace octet {
 namespace detail {
@@ -69,15 +70,8 @@ class ReduceScatter : public CollectiveOp {
     }
     // Stage 1: the sum in rank order, written where the result goes (in place: out[0, count),
     // whose input chunk was already encoded or is read first, below).
-    std::vector<float> sum(mine.size, 0.0f);
-    for (int r = 0; r < p; ++r) {
-      if (r == me)
-        add_elements(sum.data(), in_ + mine.begin, mine.size);
-      else
-        chunk_codec_->decode(u.contributions[r], u.bytes[r], sum.data(), mine.size, true, r);
-    }
-    if (options_.average && p > 1)
-      for (float& v : sum) v /= static_cast<float>(p);
+    const std::vector<float> sum = reduce_chunk(*chunk_codec_, me, p, in_ + mine.begin, mine.size,
+                                                u.contributions, u.bytes, options_.average);
     std::copy(sum.begin(), sum.end(), out_ + (mine.begin - count_ * me));
   }
 

@@ -99,18 +99,19 @@ void download(void* dst, const void* src, size_t bytes) {
   if (bytes) cuda_ok(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
 }
 
-// Blocks of different magnitudes (normal, tiny, denormal, huge, zero), some single-signed, and a
-// few NaN/Inf when `specials`.
+// Blocks of different magnitudes (normal, tiny, denormal, huge, zero, absmax near 1e38 whose
+// reciprocal the codec rescales, a run of -0), some single-signed, and a few NaN/Inf when
+// `specials`.
 std::vector<float> make_input(size_t n, uint32_t seed, bool specials, bool non_negative) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const float scales[] = {1.0f, 1e-30f, 1e-41f, 3e37f, 0.0f, 1e-3f};
+  const float scales[] = {1.0f, 1e-30f, 1e-41f, 3e37f, 0.0f, 1e-3f, 6e37f, -0.0f};
   std::vector<float> x(n);
   for (size_t i = 0; i < n; ++i) {
-    const float scale = scales[(i / 64) % 6];
-    float v = normal(rng) * scale;
+    const size_t kind = (i / 64) % 8;
+    float v = normal(rng) * scales[kind];
     if ((i / 128) % 5 == 3) v = std::fabs(v);  // a positive-only stretch
-    x[i] = non_negative ? std::fabs(v) : v;
+    x[i] = kind == 7 ? -0.0f : non_negative ? std::fabs(v) : v;
   }
   if (specials && n > 0) {
     x[rng() % n] = std::numeric_limits<float>::quiet_NaN();

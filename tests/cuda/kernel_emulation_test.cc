@@ -137,11 +137,14 @@ using cuda_detail::kTablePrefix;
 std::vector<float> make_input(size_t n, uint32_t seed, bool non_negative) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const float scales[] = {1.0f, 1e-41f, 0.0f, 3e37f, 1e-3f};
+  // Per 64 elements: denormals, zeros of both signs, absmax near 1e38 (1/absmax denormal
+  // without the codec's rescaling), and a run of -0 (a block of them has the scale -0).
+  const float scales[] = {1.0f, 1e-41f, 0.0f, 3e37f, 1e-3f, 6e37f, -0.0f};
   std::vector<float> x(n);
   for (size_t i = 0; i < n; ++i) {
-    const float v = normal(rng) * scales[(i / 64) % 5];
-    x[i] = non_negative || (i / 128) % 4 == 3 ? std::fabs(v) : v;
+    const size_t kind = (i / 64) % 7;
+    const float v = normal(rng) * scales[kind];
+    x[i] = kind == 6 ? -0.0f : non_negative || (i / 128) % 4 == 3 ? std::fabs(v) : v;
   }
   if (n > 70) {
     x[3] = std::numeric_limits<float>::quiet_NaN();

@@ -33,6 +33,12 @@ constexpr uint32_t kExpMask = 0x7f800000u;  // all-ones exponent: Inf or NaN
 constexpr uint32_t kMaxLutEntries = 8192;
 constexpr uint32_t kThresholdBits = 24;            // low bits of a bucket entry: threshold offset
 constexpr float kDenormalRescale = 4294967296.0f;  // 2^32, exact
+constexpr float kHugeRescale = 2.3283064365386963e-10f;  // 2^-32, exact
+// Scales whose float exponent field is at least this (|scale| >= 2^126) have a denormal
+// reciprocal, which would carry only ~21 significant bits: they are rescaled by 2^-32 first.
+constexpr uint32_t kHugeScaleBits = 0x7e800000u;
+constexpr uint32_t kNegativeZeroBits = 0x80000000u;
+static_assert(kHugeRescale * kDenormalRescale == 1.0f, "2^-32 must be exact");
 
 // A code table in the form every encoder and decoder uses. Plain data: it is copied as bytes to
 // the GPU.
@@ -105,25 +111,40 @@ OCTET_HD uint32_t special_class_at(const uint8_t* classes, uint32_t i) {
 
 // Per-block normalisation. The scale is the block's finite element of largest magnitude, with its
 // sign (ties between +m and -m pick +m); a zero scale means an all-zero (or all non-finite) block.
+// Its sign is that of the block's zeros when they all agree: -0 when the block holds a -0 and no
+// +0 (so that it decodes to -0, see decode_zero), else +0.
 struct BlockScale {
   float scale;  // what the payload stores
-  float pre;    // 1, or 2^32 when |scale| is denormal (so that 1/scale stays finite)
-  float inv;    // 1 / (scale * pre), or 0 for a zero block
+  float pre;    // 1, 2^32 when |scale| is denormal, 2^-32 when |scale| >= 2^126 (1/scale denormal)
+  float inv;    // 1 / (scale * pre), a normal float, or 0 for a zero block
 };
 
-OCTET_HD BlockScale make_block_scale(float max_value, float min_value) {
+// The zeros of a block, for the sign of an all-zero block's scale: OR of zero_flags() over its
+// elements (only read when the block has no finite nonzero element, so a caller may compute it only
+// then).
+constexpr uint32_t kSawPositiveZero = 1;
+constexpr uint32_t kSawNegativeZero = 2;
+
+OCTET_HD uint32_t zero_flags(float v) {
+  const uint32_t u = float_bits(v);
+  return u == 0u ? kSawPositiveZero : u == kNegativeZeroBits ? kSawNegativeZero : 0u;
+}
+
+OCTET_HD BlockScale make_block_scale(float max_value, float min_value, uint32_t zeros) {
   // max_value/min_value: the largest and smallest finite elements (0 if none).
   float scale = (max_value >= -min_value) ? max_value : min_value;
   BlockScale s;
   if (scale == 0.0f) {
-    s.scale = 0.0f;
+    s.scale = zeros == kSawNegativeZero ? -0.0f : 0.0f;
     s.pre = 1.0f;
     s.inv = 0.0f;
     return s;
   }
   s.scale = scale;
-  const bool denormal = (float_bits(scale) & kExpMask) == 0;
-  s.pre = denormal ? kDenormalRescale : 1.0f;
+  const uint32_t exponent = float_bits(scale) & kExpMask;
+  // Powers of two: scale * pre and x * pre are exact (x * 2^-32 only loses bits of elements
+  // below 2^-94, which are 2^-220 of the scale and quantize to 0 either way).
+  s.pre = exponent == 0 ? kDenormalRescale : exponent >= kHugeScaleBits ? kHugeRescale : 1.0f;
   s.inv = 1.0f / (scale * s.pre);
   return s;
 }
@@ -206,10 +227,16 @@ OCTET_HD uint32_t encode_stochastic(const QuantTable& t, float xn, uint64_t seed
   return level_to_code(t, chosen, negative);
 }
 
-// Decoded value: code value times the block scale; "+ 0" turns a -0 (zero code, negative scale)
-// into +0 so that zero always decodes to +0.
+// The term decode adds to value * scale: +0, which turns the -0 of a zero code times a negative
+// scale into +0 (a zero decodes to +0), except in a block whose scale is -0 (a block of -0, see
+// make_block_scale), whose elements decode to -0. Constant per block.
+OCTET_HD float decode_zero(float scale) {
+  return float_bits(scale) == kNegativeZeroBits ? -0.0f : 0.0f;
+}
+
+// Decoded value: code value times the block scale, plus decode_zero(scale).
 OCTET_HD float decode_value(const QuantTable& t, uint32_t code, float scale) {
-  return t.value[code] * scale + 0.0f;
+  return t.value[code] * scale + decode_zero(scale);
 }
 
 }  // namespace detail
