@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -25,6 +26,12 @@ std::string gib(double bytes) {
   return buf;
 }
 
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 // The rows' sizes (fp32 bytes, before the operation rounds them to its count): first_bytes,
 // times factor, up to last_bytes. Throws SweepError for arguments that give no sweep.
 std::vector<size_t> row_sizes(const Config& c, const BenchOp& op, int ranks) {
@@ -33,13 +40,14 @@ std::vector<size_t> row_sizes(const Config& c, const BenchOp& op, int ranks) {
   if (c.first_bytes > c.last_bytes)
     fail("-b (" + std::to_string(c.first_bytes) + " bytes) is larger than -e (" +
          std::to_string(c.last_bytes) + " bytes)");
-  if (!(c.factor > 1)) fail("-f must be > 1");
+  if (!(c.factor > 1 && std::isfinite(c.factor)))
+    fail("-f must be a finite number > 1, not " + number(c.factor));
   if (c.iters < 1) fail("-n must be at least 1");
   if (c.warmup < 0) fail("-w must be at least 0");
   std::vector<size_t> sizes;
   for (double s = double(c.first_bytes); s <= double(c.last_bytes) * (1 + 1e-9); s *= c.factor) {
-    const size_t bytes = size_t(s) / 4 * 4;
-    if (op.count(bytes) > 0) sizes.push_back(bytes);
+    const size_t bytes = size_t(s) / 4 * 4;  // a small factor repeats a size: one row each
+    if (op.count(bytes) > 0 && (sizes.empty() || sizes.back() != bytes)) sizes.push_back(bytes);
   }
   if (sizes.empty())
     fail("-b " + std::to_string(c.first_bytes) + " to -e " + std::to_string(c.last_bytes) +

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -126,7 +127,11 @@ void Report::finish() const {
   }
   std::ofstream f(config_.json);
   f << doc.dump(2) << "\n";
-  if (!f) throw Error(ErrorCode::kInvalidArgument, "cannot write " + config_.json);
+  f.close();  // a full disk may show only here, at the last flush
+  if (f) return;
+  std::error_code ec;  // no partial file left behind
+  if (std::filesystem::is_regular_file(config_.json, ec)) std::filesystem::remove(config_.json, ec);
+  throw Error(ErrorCode::kInvalidArgument, "cannot write " + config_.json);
 }
 
 }  // namespace bench

@@ -1,8 +1,10 @@
 # Runs `octet bench` (cmake -DLAUNCHER=mpirun|-np|3 -DOCTET=octet -DARGS=allreduce|-b|4 -DJSON=out.json
 # [-DEXPECT=regex] -P run_bench.cmake; lists separated by |).
 #  - without EXPECT: the run must succeed and every row of its JSON must have #wrong 0 for Octet
-#    and the fp32 baseline, and identical results on every rank;
-#  - with EXPECT: the run must fail, printing exactly one error line, which matches EXPECT.
+#    and the fp32 baseline, and identical results on every rank,
+#    and no two rows of the same size;
+#  - with EXPECT: the run must fail, printing exactly one error line ("octet: error ..." or a
+#    command-line error "--option: ..."), which matches EXPECT.
 string(REPLACE "|" ";" launcher "${LAUNCHER}")
 string(REPLACE "|" ";" args "${ARGS}")
 if(NOT EXPECT)
@@ -15,7 +17,7 @@ message("${out}${err}")
 
 if(EXPECT)
   string(REPLACE ";" "," err "${err}")  # a list of lines below
-  string(REGEX MATCHALL "octet: error[^\n]*" lines "${err}")
+  string(REGEX MATCHALL "(octet: error|--[a-z-]+: )[^\n]*" lines "${err}")
   list(LENGTH lines n)
   if(rc EQUAL 0 OR NOT n EQUAL 1 OR NOT lines MATCHES "${EXPECT}")
     message(FATAL_ERROR "expected a failure with one error line matching '${EXPECT}'; "
@@ -33,8 +35,13 @@ if(rows EQUAL 0)
   message(FATAL_ERROR "no rows")
 endif()
 math(EXPR last "${rows} - 1")
+set(previous "")
 foreach(i RANGE ${last})
   string(JSON bytes GET "${doc}" rows ${i} bytes)
+  if(bytes STREQUAL previous)
+    message(FATAL_ERROR "two rows of ${bytes} bytes")
+  endif()
+  set(previous ${bytes})
   foreach(side "error" "baseline;error")
     string(JSON wrong GET "${doc}" rows ${i} ${side} wrong)
     string(JSON identical GET "${doc}" rows ${i} ${side} identical)

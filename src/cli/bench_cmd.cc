@@ -6,6 +6,7 @@
 #include "bench/collectives/collective_bench.h"
 #include "cli/commands.h"
 #include "cli/mpi_session.h"
+#include "cli/support.h"
 #include "octet/units.h"
 
 namespace octet {
@@ -59,17 +60,6 @@ void run_bench(const BenchArgs& a) {
   }
 }
 
-// An integer option's lower limit, said in a few words (CLI11's ranges print DBL_MAX).
-CLI::Validator at_least(int lo) {
-  return CLI::Validator(
-      [lo](std::string& s) -> std::string {
-        int v = 0;
-        if (CLI::detail::lexical_cast(s, v) && v >= lo) return "";
-        return "must be a whole number >= " + std::to_string(lo) + ", not '" + s + "'";
-      },
-      "INT>=" + std::to_string(lo));
-}
-
 }  // namespace
 
 void add_bench_commands(CLI::App& app) {
@@ -88,7 +78,8 @@ void add_bench_commands(CLI::App& app) {
   c->add_option("-n,--iters", args->iters, "timed iterations per size")->check(at_least(1));
   c->add_option("-w,--warmup", args->warmup, "untimed iterations first")->check(at_least(0));
   c->add_option("--type", args->type, "codec data type");
-  c->add_option("--block", args->block, "block size (0: the type's default)");
+  c->add_option("--block", args->block, "block size (0: the type's default)")
+      ->check(at_least<uint32_t>(0));
   c->add_flag("--stochastic", args->stochastic, "stochastic rounding");
   c->add_flag("--average", args->average, "average instead of sum (allreduce, reduce_scatter)");
   c->add_option("--min-bytes", args->min_bytes, "calls below this fp32 size go uncompressed");

@@ -1,8 +1,6 @@
 // octet codec error|encode|decode
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
@@ -11,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/support.h"
 #include "octet/codec.h"
 
 namespace octet {
@@ -92,6 +91,8 @@ void run_error(const ErrorArgs& a) {
   if (a.type == "all" && a.dist != "lognormal") {
     // the unsigned type needs single-signed blocks: it is measured on |x| below
   }
+  // Bytes per sample: x, |x| and the decoded copy (4 each) and the payload (about 1).
+  check_memory(13.0 * double(a.n), "--n " + std::to_string(a.n));
   const std::vector<float> x = sample(a.dist, a.n, a.seed);
   std::vector<float> absx(x.size());
   for (size_t i = 0; i < x.size(); ++i) absx[i] = std::fabs(x[i]);
@@ -137,18 +138,6 @@ void run_error(const ErrorArgs& a) {
   }
 }
 
-std::vector<uint8_t> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::kInvalidArgument, "cannot open " + path);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
-}
-
-void write_file(const std::string& path, const void* data, size_t n) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f || !f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n)))
-    throw Error(ErrorCode::kInvalidArgument, "cannot write " + path);
-}
-
 }  // namespace
 
 void add_codec_commands(CLI::App& app) {
@@ -158,11 +147,14 @@ void add_codec_commands(CLI::App& app) {
   auto err = std::make_shared<ErrorArgs>();
   CLI::App* error = codec->add_subcommand("error", "Approximation error per data type (Table 2)");
   error->add_option("--type", err->type, "data type or 'all'")->capture_default_str();
-  error->add_option("--block", err->block, "block size (0: the type's default)");
+  error->add_option("--block", err->block, "block size (0: the type's default)")
+      ->check(at_least<uint32_t>(0));
   error->add_option("--dist", err->dist, "normal|uniform|laplace|lognormal")
       ->check(CLI::IsMember({"normal", "uniform", "laplace", "lognormal"}))
       ->capture_default_str();
-  error->add_option("--n", err->n, "number of samples")->capture_default_str();
+  error->add_option("--n", err->n, "number of samples")
+      ->check(at_least<size_t>(1))
+      ->capture_default_str();
   error->add_option("--seed", err->seed, "random seed")->capture_default_str();
   error->add_flag("--stochastic", err->stochastic, "stochastic rounding");
   error->add_flag("--json", err->json, "print one JSON object");
@@ -172,7 +164,8 @@ void add_codec_commands(CLI::App& app) {
   auto type_name = std::make_shared<std::string>("dynamic");
   CLI::App* encode_cmd = codec->add_subcommand("encode", "Raw little-endian fp32 file -> payload");
   encode_cmd->add_option("--type", *type_name, "data type")->capture_default_str();
-  encode_cmd->add_option("--block", enc->first.block_size, "block size (0: the type's default)");
+  encode_cmd->add_option("--block", enc->first.block_size, "block size (0: the type's default)")
+      ->check(at_least<uint32_t>(0));
   encode_cmd->add_flag("--stochastic", enc->first.stochastic, "stochastic rounding");
   encode_cmd->add_option("--seed", enc->first.seed, "stochastic rounding seed");
   encode_cmd->add_flag("--checksum", enc->first.checksum, "append a CRC32 of the body");

@@ -1,9 +1,13 @@
 // `octet`: one binary, one subcommand per job. Errors print one line and exit non-zero.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <new>
+#include <thread>
 
 #include "cli/commands.h"
+#include "cli/support.h"
 #include "octet/error.h"
 
 namespace {
@@ -30,13 +34,18 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // Every rank parses the same command line: one of them says what is wrong (or prints help).
-    if (launcher_rank() != 0) return e.get_exit_code();
-    return app.exit(e);
+    // Every rank parses the same command line: rank 0 says what is wrong (or prints help). The
+    // others wait a moment, so that mpirun does not end the job before rank 0 has printed.
+    if (launcher_rank() == 0) return app.exit(e);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return e.get_exit_code();
   } catch (const octet::cli::QuietFailure&) {
     return 1;
   } catch (const octet::Error& e) {
-    std::fprintf(stderr, "octet: error (%s): %s\n", octet::error_code_name(e.code()), e.what());
+    octet::cli::print_error(e);
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "octet: error: out of memory\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "octet: error: %s\n", e.what());

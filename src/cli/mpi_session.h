@@ -6,6 +6,8 @@
 #include <exception>
 
 #include "cli/commands.h"
+#include "cli/support.h"
+#include "octet/error.h"
 
 namespace octet {
 namespace cli {
@@ -34,12 +36,18 @@ class MpiSession {
 
   int rank() const { return rank_; }
 
-  // Call from a catch block when every rank caught the same error: rank 0 rethrows it (main
-  // prints it), the others exit quietly.
+  // Call from a catch block when every rank caught the same octet::Error: rank 0 prints it, then
+  // every rank waits for the others and exits quietly. (Were rank 0 to print after the others
+  // exit, mpirun could end it, on their non-zero status, before its line is out.)
   [[noreturn]] void rethrow_agreed() {
     agreed_ = true;
-    if (rank_ != 0) throw QuietFailure{};
-    throw;
+    try {
+      throw;
+    } catch (const Error& e) {
+      if (rank_ == 0) print_error(e);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    throw QuietFailure{};
   }
 
  private:

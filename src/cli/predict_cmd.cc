@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -12,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/support.h"
 #include "octet/error.h"
 #include "octet/units.h"
 #include "predictor/predictor.h"
@@ -38,7 +38,7 @@ void add_scenario_options(CLI::App* cmd, ScenarioArgs& a) {
   cmd->add_option("--preset", a.preset, "built-in scenario (see `octet predict presets`)");
   cmd->add_option("files", a.files, "scenario files (.toml/.json); later ones replace sections");
   cmd->add_option("--gpus", a.gpus, "GPUs to predict for (default: the file's, else the cluster)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
 }
 
 pr::ScenarioParts load_parts(const ScenarioArgs& a) {
@@ -69,13 +69,6 @@ std::string gbps(double bytes_per_s) {
   std::snprintf(buf, sizeof buf, "%.3g GB/s (%.3g Gbit/s)", bytes_per_s / 1e9,
                 bytes_per_s * 8 / 1e9);
   return buf;
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out) throw Error(ErrorCode::kInvalidArgument, path + ": cannot write");
-  out << text;
-  if (!out) throw Error(ErrorCode::kInvalidArgument, path + ": write failed");
 }
 
 // ---------------------------------------------------------------- predict paper
@@ -179,6 +172,15 @@ void run_model(const ScenarioArgs& a, bool as_json) {
 
 // ---------------------------------------------------------------- predict sweep
 
+// A --values item of a GPU or sub-batch sweep.
+double whole_value(const std::string& item) {
+  const std::string why = whole_number_error<int>(item, 1);
+  if (!why.empty()) throw Error(ErrorCode::kInvalidArgument, "--values: " + why);
+  int v = 0;
+  CLI::detail::lexical_cast(item, v);
+  return v;
+}
+
 std::vector<double> sweep_values(pr::SweepVariable v, const std::string& text) {
   std::vector<double> out;
   std::stringstream in(text);
@@ -189,7 +191,7 @@ std::vector<double> sweep_values(pr::SweepVariable v, const std::string& text) {
     else if (v == pr::SweepVariable::kMessageSize)
       out.push_back(pr::parse_size(item));
     else
-      out.push_back(std::stod(item));
+      out.push_back(whole_value(item));
   }
   if (out.empty()) throw Error(ErrorCode::kInvalidArgument, "--values: no values");
   return out;
@@ -256,12 +258,9 @@ void run_report(const ScenarioArgs& a, const std::string& report, bool as_json) 
   if (!parts.has_cluster || !parts.has_codec)
     throw Error(ErrorCode::kInvalidArgument,
                 "predict report needs [cluster] and [codec] (--preset or files)");
-  std::ifstream in(report);
-  if (!in) throw Error(ErrorCode::kInvalidArgument, report + ": cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
-  const pr::ReportAnalysis r =
-      pr::analyze_report(text.str(), parts.scenario.cluster, parts.scenario.codec);
+  const std::vector<uint8_t> text = read_file(report);
+  const pr::ReportAnalysis r = pr::analyze_report(std::string(text.begin(), text.end()),
+                                                  parts.scenario.cluster, parts.scenario.codec);
   if (as_json) {
     json rows = json::array();
     for (const auto& b : r.buckets)
@@ -320,6 +319,8 @@ void run_calibrate(const CalibrateArgs& a) {
   const uint64_t max_bytes = octet::parse_size(a.max_bytes);
   if (max_bytes < 8 || max_bytes > (uint64_t{1} << 30))
     throw Error(ErrorCode::kInvalidArgument, "--max-bytes must lie in [8, 1G]");
+  // Bytes per value: the input and the decoded copy (4 each) and the payload (about 1).
+  check_memory(9.0 * double(a.elements), "--elements " + std::to_string(a.elements));
   std::unique_ptr<pr::Cluster> cluster;
   bool root = true;
 #if OCTET_HAVE_MPI
@@ -403,11 +404,12 @@ void add_predict_commands(CLI::App& app) {
   auto* calibrate = app.add_subcommand(
       "calibrate", "measure codec throughput (and, under mpirun, the link) for octet predict");
   calibrate->add_option("--type", cal.type, "codec data type");
-  calibrate->add_option("--block", cal.block, "block size (0: the type's default)");
+  calibrate->add_option("--block", cal.block, "block size (0: the type's default)")
+      ->check(at_least<uint32_t>(0));
   calibrate->add_option("--elements", cal.elements, "values per codec timing")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least<size_t>(1));
   calibrate->add_option("--repeats", cal.repeats, "timings per measurement (best kept)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   calibrate->add_option("--max-bytes", cal.max_bytes, "largest ping-pong message (8 to 1G)");
   calibrate->add_option("--out", cal.out, "file to write (JSON, read by octet predict)");
   calibrate->callback([] { run_calibrate(cal); });

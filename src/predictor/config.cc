@@ -1,5 +1,8 @@
 // Scenario files (TOML or JSON): strict schema, one error message per problem, naming the key.
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -10,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "octet/error.h"
-#include "predictor/predictor.h"
 #include "predictor/internal.h"
+#include "predictor/predictor.h"
 
 namespace octet {
 namespace predictor {
@@ -48,10 +51,11 @@ class Obj {
     if (!std::isfinite(v)) fail(at(k), "must be finite");
     return v;
   }
-  int positive_int(const std::string& k) const {
+  int positive_int(const std::string& k) const { return to_positive_int(number(k), at(k)); }
+  double elements(const std::string& k) const {
     const double v = number(k);
-    if (v != std::floor(v) || v < 1 || v > 1e9) fail(at(k), "expected a positive integer");
-    return static_cast<int>(v);
+    check_elements(v, at(k));
+    return v;
   }
   bool boolean(const std::string& k) const {
     if (!get(k).is_boolean()) fail(at(k), "expected true or false");
@@ -108,6 +112,7 @@ Cluster read_cluster(const json& j) {
   c.nodes = o.positive_int("nodes");
   c.intra = read_link(o.get("intra"), "cluster.intra");
   if (c.nodes > 1 || o.has("inter")) c.inter = read_link(o.get("inter"), "cluster.inter");
+  validate_cluster(c);
   return c;
 }
 
@@ -148,10 +153,8 @@ Layer read_layer(const json& j, const std::string& path, const std::string& sche
   Obj o(j, path, {"name", "params", "activations", "forward", "backward", "update", "parallel"});
   Layer l;
   l.name = o.has("name") ? o.str("name") : "layer" + std::to_string(i);
-  l.params = o.number("params");
-  if (l.params < 0) fail(o.at("params"), "must be >= 0");
-  if (o.has("activations")) l.activations = o.number("activations");
-  if (l.activations < 0) fail(o.at("activations"), "must be >= 0");
+  l.params = o.elements("params");
+  if (o.has("activations")) l.activations = o.elements("activations");
   l.forward_s = o.quantity("forward", parse_time, false);
   l.backward_s = o.quantity("backward", parse_time, false);
   if (o.has("update")) l.update_s = o.quantity("update", parse_time, false);
@@ -171,8 +174,7 @@ Workload read_workload(const json& j) {
   if (o.has("sub_batch")) w.sub_batch = o.positive_int("sub_batch");
   if (o.has("model_parallel_efficiency")) {
     w.model_parallel_efficiency = o.number("model_parallel_efficiency");
-    if (!(w.model_parallel_efficiency > 0 && w.model_parallel_efficiency <= 1))
-      fail(o.at("model_parallel_efficiency"), "must be in (0, 1]");
+    check_efficiency(w.model_parallel_efficiency, o.at("model_parallel_efficiency"));
   }
   if (o.has("overlap")) w.overlap = o.boolean("overlap");
   const json& layers = o.get("layers");
@@ -228,15 +230,17 @@ ScenarioParts parse_scenario(const std::string& text, bool toml_format, const st
     if ((parts.has_codec = top.has("codec"))) parts.scenario.codec = read_codec(j["codec"]);
     return parts;
   } catch (const json::exception& e) {
-    throw Error(ErrorCode::kInvalidArgument, origin + ": " + e.what());
+    throw Error(ErrorCode::kInvalidArgument, origin + ": " + json_error_text(e));
   } catch (const Error& e) {
     throw Error(ErrorCode::kInvalidArgument, origin + ": " + e.what());
   }
 }
 
 ScenarioParts load_scenario_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(path, "cannot read: it is a directory");
   std::ifstream in(path);
-  if (!in) throw Error(ErrorCode::kInvalidArgument, path + ": cannot open");
+  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
   const bool toml_format = path.size() >= 5 && path.compare(path.size() - 5, 5, ".toml") == 0;

@@ -6,14 +6,37 @@
 #include <string>
 
 #include "octet/error.h"
-#include "predictor/predictor.h"
 #include "predictor/internal.h"
+#include "predictor/predictor.h"
 
 namespace octet {
 namespace predictor {
 
 void fail(const std::string& what, const std::string& why) {
   throw Error(ErrorCode::kInvalidArgument, what + ": " + why);
+}
+
+int to_positive_int(double v, const std::string& what) {
+  if (!(v >= 1 && v <= kMaxCount && v == std::floor(v)))
+    fail(what, "expected a positive integer (at most 1e9)");
+  return static_cast<int>(v);
+}
+
+void check_elements(double v, const std::string& what) {
+  if (!(v >= 0 && v <= kMaxElements && v == std::floor(v)))
+    fail(what, "expected a whole number of values from 0 to 2^60");
+}
+
+void check_efficiency(double v, const std::string& what) {
+  if (!(v >= kMinEfficiency && v <= 1)) fail(what, "must be in [0.001, 1]");
+}
+
+std::string json_error_text(const std::exception& e) {
+  const std::string what = e.what();
+  const size_t tag_end = what.find("] ");
+  return what.rfind("[json.exception.", 0) == 0 && tag_end != std::string::npos
+             ? what.substr(tag_end + 2)
+             : what;
 }
 
 int resolved_gpus(const Scenario& s) {
@@ -46,13 +69,12 @@ void validate_workload(const Workload& w) {
   if (w.layers.empty()) fail("workload.layers", "at least one layer is needed");
   if (w.batch <= 0) fail("workload.batch", "must be a positive integer");
   if (w.sub_batch < 0) fail("workload.sub_batch", "must be positive");
-  if (!(w.model_parallel_efficiency > 0 && w.model_parallel_efficiency <= 1))
-    fail("workload.model_parallel_efficiency", "must be in (0, 1]");
+  check_efficiency(w.model_parallel_efficiency, "workload.model_parallel_efficiency");
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const Layer& l = w.layers[i];
     const std::string at = "workload.layers[" + std::to_string(i) + "]";
-    validate_nonneg(l.params, at + ".params");
-    validate_nonneg(l.activations, at + ".activations");
+    check_elements(l.params, at + ".params");
+    check_elements(l.activations, at + ".activations");
     validate_nonneg(l.forward_s, at + ".forward");
     validate_nonneg(l.backward_s, at + ".backward");
     validate_nonneg(l.update_s, at + ".update");
@@ -63,12 +85,18 @@ void validate_workload(const Workload& w) {
 
 }  // namespace
 
+void validate_cluster(const Cluster& c) {
+  if (c.gpus_per_node <= 0) fail("cluster.gpus_per_node", "must be a positive integer");
+  if (c.nodes <= 0) fail("cluster.nodes", "must be a positive integer");
+  if (double(c.gpus_per_node) * c.nodes > kMaxCount)
+    fail("cluster", "gpus_per_node x nodes is more than 1e9 GPUs");
+  validate_link(c.intra, "cluster.intra");
+  if (c.nodes > 1) validate_link(c.inter, "cluster.inter");
+}
+
 void validate(const Scenario& s) {
   validate_workload(s.workload);
-  if (s.cluster.gpus_per_node <= 0) fail("cluster.gpus_per_node", "must be a positive integer");
-  if (s.cluster.nodes <= 0) fail("cluster.nodes", "must be a positive integer");
-  validate_link(s.cluster.intra, "cluster.intra");
-  if (s.cluster.nodes > 1) validate_link(s.cluster.inter, "cluster.inter");
+  validate_cluster(s.cluster);
   if (s.gpus < 0) fail("gpus", "must be positive");
   if (s.gpus > s.cluster.gpus_per_node * s.cluster.nodes)
     fail("gpus", std::to_string(s.gpus) + " is more than the cluster's " +
@@ -181,6 +209,7 @@ double break_even(const Scenario& s) {
 }  // namespace
 
 Prediction predict(const Scenario& s) {
+  validate(s);
   Prediction p;
   p.gpus = resolved_gpus(s);
   p.single_gpu_step_s = single_gpu_step(s.workload);
@@ -203,6 +232,8 @@ std::vector<SweepPoint> sweep(const Scenario& base, SweepVariable variable,
   std::vector<SweepPoint> out;
   for (double v : values) {
     if (!(v > 0) || !std::isfinite(v)) fail("sweep", "values must be positive");
+    if (variable == SweepVariable::kGpus || variable == SweepVariable::kSubBatch)
+      to_positive_int(v, "sweep");
     Scenario s = base;
     SweepPoint p;
     p.x = v;

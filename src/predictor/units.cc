@@ -30,31 +30,50 @@ std::string unit_list(const UnitTable& table) {
   return out;
 }
 
-double parse_quantity(const std::string& text, const UnitTable& units, const char* kind) {
+// A kind of quantity: its units, and the range its magnitude must lie in when not 0.
+struct Kind {
+  const char* name;
+  const UnitTable& units;
+  double min, max;
+  const char* range;  // the range, said in words
+};
+
+const Kind kBandwidthKind = {"bandwidth", kBandwidth, kMinBandwidth, kMaxBandwidth,
+                             "between 1 B/s and 1e18 B/s"};
+const Kind kTimeKind = {"time", kTime, 0, kMaxSeconds, "at most 1e9 s"};
+
+double in_range(double value, const std::string& text, const Kind& kind) {
+  const double magnitude = std::fabs(value);
+  if (magnitude > kind.max || (magnitude > 0 && magnitude < kind.min))
+    fail("'" + text + "'", std::string("out of range (a ") + kind.name + " is " + kind.range + ")");
+  return value;
+}
+
+double parse_quantity(const std::string& text, const Kind& kind) {
   const char* begin = text.c_str();
   char* end = nullptr;
   const double value = std::strtod(begin, &end);
+  const std::string name = kind.name;
   if (end == begin || !std::isfinite(value))
-    fail("'" + text + "'", std::string("not a ") + kind + " (expected e.g. a number and a unit)");
+    fail("'" + text + "'", "not a " + name + " (expected e.g. a number and a unit)");
   std::string unit(end);
   while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
   while (!unit.empty() && unit.back() == ' ') unit.pop_back();
   if (unit.empty())
-    fail("'" + text + "'",
-         std::string("a ") + kind + " needs a unit (one of " + unit_list(units) + ")");
-  for (const auto& u : units)
-    if (unit == u.first) return value * u.second;
-  fail("'" + text + "'", "unknown " + std::string(kind) + " unit '" + unit + "' (expected one of " +
-                             unit_list(units) + ")");
+    fail("'" + text + "'", "a " + name + " needs a unit (one of " + unit_list(kind.units) + ")");
+  for (const auto& u : kind.units)
+    if (unit == u.first) return in_range(value * u.second, text, kind);
+  fail("'" + text + "'",
+       "unknown " + name + " unit '" + unit + "' (expected one of " + unit_list(kind.units) + ")");
 }
 
 }  // namespace
 
 double parse_bandwidth(const std::string& text) {
-  return parse_quantity(text, kBandwidth, "bandwidth");
+  return parse_quantity(text, kBandwidthKind);
 }
 double parse_time(const std::string& text) {
-  return parse_quantity(text, kTime, "time");
+  return parse_quantity(text, kTimeKind);
 }
 // Sizes follow Octet's one size grammar (include/octet/units.h): binary units, 1 KB = 1024 B.
 double parse_size(const std::string& text) {

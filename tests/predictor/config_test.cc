@@ -105,6 +105,36 @@ TEST(ConfigTest, ClearErrors) {
   EXPECT_THROW(validate(p.scenario), Error);
 }
 
+// Numbers a typo makes absurd fail with the key and the limit, instead of printing a step time of
+// 300 digits (or wrapping an int).
+TEST(ConfigTest, LimitsAndWholeNumbers) {
+  auto error_with = [](const std::string& from, const std::string& to) {
+    return error_of(replace(kGood, from, to));
+  };
+  EXPECT_NE(error_with("params = 1000", "params = 1e300").find("params: expected a whole number"),
+            std::string::npos);
+  EXPECT_NE(error_with("params = 1000", "params = 1000.5").find("params: expected a whole number"),
+            std::string::npos);
+  EXPECT_NE(error_with("params = 1000", "params = 1000, activations = 0.5")
+                .find("activations: expected a whole number"),
+            std::string::npos);
+  EXPECT_NE(error_with("\"1 ms\"", "\"1e300 s\"").find("forward: '1e300 s': out of range"),
+            std::string::npos);
+  EXPECT_NE(error_with("\"10 Gbit/s\"", "\"1e-300 GB/s\"").find("bandwidth: '1e-300 GB/s': out of"),
+            std::string::npos);
+  EXPECT_NE(error_with("batch = 32", "batch = 32\nmodel_parallel_efficiency = 1e-300")
+                .find("must be in [0.001, 1]"),
+            std::string::npos);
+  EXPECT_NE(error_with("nodes = 1",
+                       "nodes = 600000000\ninter = { bandwidth = \"1 GB/s\", latency = \"1 us\" }")
+                .find("more than 1e9 GPUs"),
+            std::string::npos);
+  EXPECT_THROW(parse_time("1e10 s"), Error);
+  EXPECT_NO_THROW(parse_time("1e9 s"));
+  EXPECT_THROW(parse_bandwidth("0.5 B/s"), Error);
+  EXPECT_NE(error_of("{\"gpus\": [}", false).find("test: parse error"), std::string::npos);
+}
+
 TEST(ConfigTest, PresetsLoadAndPredict) {
   for (const auto& name : preset_names()) {
     const ScenarioParts p = preset(name);

@@ -85,6 +85,38 @@ TEST(ReportTest, BadReportsAreRejected) {
                Error);
 }
 
+// The report's message of analyzing `text`, or "" when it is accepted.
+std::string report_error(const std::string& text) {
+  try {
+    analyze_report(text, slow_cluster(1), fast_codec());
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+TEST(ReportTest, NumbersAndNamesAreChecked) {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string s = kReport;
+    return s.replace(s.find(from), from.size(), to);
+  };
+  EXPECT_EQ(report_error(kReport), "");
+  EXPECT_NE(
+      report_error(with("\"dynamic\"", "\"foo\"")).find("report.config.type: unknown data type"),
+      std::string::npos);
+  EXPECT_NE(report_error(with("\"ranks\": 4", "\"ranks\": 4294967300")).find("report.ranks"),
+            std::string::npos);  // not read as 4 (an int's wrap-around)
+  EXPECT_NE(report_error(with("\"calls\": 10", "\"calls\": 10.5")).find("calls: expected a whole"),
+            std::string::npos);
+  EXPECT_NE(report_error(with("\"calls\": 10", "\"calls\": 1e300")).find("calls: must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(report_error(with("\"time_s\": 0.001", "\"time_s\": -1")).find("time_s: must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(report_error(with("\"time_s\": 0.001", "\"time_s\": \"x\"")).find("time_s: expected a"),
+            std::string::npos);
+  EXPECT_EQ(report_error("{").find("[json.exception"), std::string::npos);
+}
+
 TEST(SvgTest, PolylinesAxesLegend) {
   Series a{"32-bit", "#1f77b4", {1, 2, 4, 8}, {1, 1.9, 3.5, 6}};
   Series b{"dynamic <8-bit>", "#d62728", {1, 2, 4, 8}, {1, 1.95, 3.8, 7.2}};
