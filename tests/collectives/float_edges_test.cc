@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "octet/collectives.h"
+#include "thread_ranks.h"
 #include "verify/verify.h"
 
 namespace octet {
@@ -41,20 +42,8 @@ Inputs run_ranks(
     const Inputs& in,
     const std::function<void(Comm&, const std::vector<float>&, std::vector<float>&)>& fn) {
   const int p = static_cast<int>(in.size());
-  auto transports = make_thread_transports(p);
   Inputs out(p);
-  std::vector<std::exception_ptr> errors(p);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < p; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        Comm comm(transports[r]);
-        fn(comm, in[r], out[r]);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
+  const auto errors = test::run_on_threads(p, [&](Comm& c) { fn(c, in[c.rank()], out[c.rank()]); });
   for (int r = 0; r < p; ++r)
     if (errors[r]) std::rethrow_exception(errors[r]);
   return out;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "octet/collectives.h"
+#include "thread_ranks.h"
 #include "verify/verify.h"
 
 namespace octet {
@@ -40,21 +41,9 @@ using Body = std::function<std::vector<float>(Comm&, size_t offset)>;
 
 // Each rank's result of body over p thread ranks.
 std::vector<std::vector<float>> run(int p, size_t offset, const Body& body) {
-  auto transports = make_thread_transports(p);
   std::vector<std::vector<float>> out(p);
-  std::vector<std::string> errors(p);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < p; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        Comm comm(transports[r]);
-        out[r] = body(comm, offset);
-      } catch (const std::exception& e) {
-        errors[r] = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < p; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  const auto errors = test::run_on_threads(p, [&](Comm& c) { out[c.rank()] = body(c, offset); });
+  for (int r = 0; r < p; ++r) EXPECT_FALSE(errors[r]) << "rank " << r << " failed";
   return out;
 }
 

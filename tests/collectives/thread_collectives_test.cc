@@ -15,6 +15,7 @@
 
 #include "collectives/c_comm.h"
 #include "octet/collectives.h"
+#include "thread_ranks.h"
 #include "verify/verify.h"
 
 namespace octet {
@@ -34,20 +35,7 @@ uint64_t wrong(const std::vector<float>& got, const verify::Reference& want) {
 
 // Runs fn(comm) on `size` threads; returns each rank's exception (or null).
 std::vector<std::exception_ptr> run_ranks(int size, const std::function<void(Comm&)>& fn) {
-  auto transports = make_thread_transports(size);
-  std::vector<std::exception_ptr> errors(size);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        Comm comm(transports[r]);
-        fn(comm);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  return errors;
+  return test::run_on_threads(size, fn);
 }
 
 void expect_ok(const std::vector<std::exception_ptr>& errors) {

@@ -15,11 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test_values.h"
+#include "test_common.h"
 
 enum { kLarge = 1 << 16, kSmall = 100 };
 
-static int rank, size, failures;
 static double tol = -1; /* < 0: exact mode */
 
 static void fill(float* x, size_t n, int r, int salt) {
@@ -29,14 +28,6 @@ static double exact_sum(size_t i, int salt) {
   double s = 0;
   for (int r = 0; r < size; ++r) s += value(r, i, salt);
   return s;
-}
-
-static void report(const char* name, int ok, const char* detail) {
-  if (!ok) ++failures;
-  if (!ok)
-    printf("rank %d: FAIL %s: %s\n", rank, name, detail);
-  else if (rank == 0)
-    printf("ok %s\n", name);
 }
 
 static uint64_t hash_bytes(const void* p, size_t n) {
@@ -54,7 +45,7 @@ static int same_everywhere(const void* p, size_t n, MPI_Comm comm) {
 }
 
 static void check_bitwise(const char* name, const void* got, const void* ref, size_t bytes) {
-  report(name, memcmp(got, ref, bytes) == 0, "differs from the PMPI_ result");
+  check(name, memcmp(got, ref, bytes) == 0, "differs from the PMPI_ result");
 }
 
 /* expect(i) is the exact value of element i; scale the bound's sum of per-rank maxima. */
@@ -70,8 +61,8 @@ static void check_candidate(const char* name, const float* got, const float* ref
   }
   char detail[160];
   snprintf(detail, sizeof detail, "error %g at %zu > %g", worst, at, tol * scale);
-  report(name, worst <= tol * scale, detail);
-  if (same) report(name, same_everywhere(got, n * sizeof(float), comm), "ranks differ");
+  check(name, worst <= tol * scale, detail);
+  if (same) check(name, same_everywhere(got, n * sizeof(float), comm), "ranks differ");
 }
 
 static double expect_sum(size_t i, int salt) {
@@ -120,7 +111,7 @@ static void allreduce_checks(void) {
   x[5] = rank == 0 ? INFINITY : x[5];
   MPI_Allreduce(x, got, kLarge, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   PMPI_Allreduce(x, ref, kLarge, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  report("allreduce inf stays inf", isinf(got[5]) && got[5] > 0, "element 5 is not +Inf");
+  check("allreduce inf stays inf", isinf(got[5]) && got[5] > 0, "element 5 is not +Inf");
   check_candidate("allreduce with inf", got, ref, kLarge, expect_sum_inf5, 1, size, 1,
                   MPI_COMM_WORLD);
   free(x), free(got), free(got2), free(ref);
@@ -245,8 +236,8 @@ static void split_check(void) {
   } else {
     double worst = 0;
     for (int i = 0; i < kLarge; ++i) worst = fmax(worst, fabs((double)got[i] - ref[i]));
-    report("split allreduce", worst <= tol * hsize, "too far from the PMPI_ result");
-    report("split allreduce", same_everywhere(got, kLarge * sizeof(float), half), "ranks differ");
+    check("split allreduce", worst <= tol * hsize, "too far from the PMPI_ result");
+    check("split allreduce", same_everywhere(got, kLarge * sizeof(float), half), "ranks differ");
   }
   free(x), free(got), free(ref);
   MPI_Comm_free(&half);

@@ -18,26 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test_values.h"
+#include "test_common.h"
 
 enum { kCount = 1 << 16 };
 /* bf (2 + bf), bf = bound_fraction(dynamic), as in CMakeLists.txt (pmpi_tol). */
 static const double kTol = 0.01412;
-static int rank, size, failures;
 
 static double exact_sum(size_t i, int salt) {
   double s = 0;
   for (int r = 0; r < size; ++r) s += value(r, i, salt);
   return s;
-}
-static void check(const char* name, int ok, const char* detail) {
-  if (!ok) {
-    ++failures;
-    printf("rank %d: FAIL %s: %s\n", rank, name, detail);
-  } else if (rank == 0) {
-    printf("ok %s\n", name);
-  }
-  fflush(stdout);
 }
 /* Largest |got[i] - sum_r value(r, i, salt)|, got read at any alignment. */
 static double sum_error(const void* got, size_t n, int salt) {

@@ -12,21 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test_values.h"
+#include "test_common.h"
 
 enum { kBig = 1 << 16, kSmall = 10 };
 static const double kTol = 0.0071; /* bound_fraction(dynamic) x max |x| (= 1): one quantization */
-static int rank, size, failures;
-
-static void check(const char* name, int ok, const char* detail) {
-  if (!ok) {
-    ++failures;
-    printf("rank %d: FAIL %s: %s\n", rank, name, detail);
-  } else if (rank == 0) {
-    printf("ok %s\n", name);
-  }
-  fflush(stdout);
-}
 
 static float* values(int from, int n, int salt) {
   float* x = malloc((size_t)n * sizeof *x);
