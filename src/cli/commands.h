@@ -17,6 +17,9 @@ void add_predict_commands(CLI::App& app);  // predict_cmd.cc: octet predict ...,
 #if OCTET_HAVE_MPI
 void add_bench_commands(CLI::App& app);  // bench_cmd.cc: octet bench (under mpirun)
 #endif
+#if OCTET_HAVE_TRAIN
+void add_train_commands(CLI::App& app);  // train_cmd.cc: octet train (under mpirun)
+#endif
 
 }  // namespace cli
 }  // namespace octet

@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
 #if OCTET_HAVE_MPI
   octet::cli::add_bench_commands(app);
 #endif
+#if OCTET_HAVE_TRAIN
+  octet::cli::add_train_commands(app);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -8,6 +8,7 @@ set(rules
   "src/transport|codec/,collectives/,predictor/,cli/,verify/,bench/,octet/codec.h,octet/collectives.h,octet/octet_c.h"
   "src/collectives|predictor/,cli/,verify/,bench/"
   "src/predictor|codec/,collectives/,transport/,base/,cli/,verify/,bench/"
+  "src/train|codec/,collectives/,transport/,base/,predictor/,cli/,verify/,bench/"
   "src/verify|codec/,collectives/,transport/,base/,predictor/,cli/,bench/"
   "bench|codec/,collectives/,transport/,base/,predictor/,cli/"
   "plugins|codec/,collectives/,transport/,base/,predictor/,cli/,verify/,bench/,octet/codec.h,octet/collectives.h,octet/cuda.h,octet/transport")

@@ -1,0 +1,149 @@
+#include "train/report.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "octet/error.h"
+
+namespace octet {
+namespace train {
+namespace {
+
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char* fmt, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, args);
+  va_end(args);
+  return buf;
+}
+
+std::string mib(double bytes) {
+  return format("%.1f MiB", bytes / 1048576.0);
+}
+
+// Two-sided 95% quantile of Student's t with df degrees of freedom.
+double t95(size_t df) {
+  static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                                 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131};
+  if (df == 0) return 0;
+  if (df <= sizeof table / sizeof table[0]) return table[df - 1];
+  return df <= 30 ? 2.09 : 1.96;
+}
+
+}  // namespace
+
+std::string epoch_line(const RunResult& run) {
+  const EpochResult& e = run.epochs.back();
+  return format(
+      "%-12s seed %-3llu epoch %-3d loss %.4f  test error %6.2f%%  sent %10s  compute %.2f s  "
+      "comm %.2f s  codec %.2f s",
+      run.comm.c_str(), (unsigned long long)run.seed, e.epoch, e.train_loss, 100 * e.test_error,
+      mib(double(e.bytes_sent)).c_str(), e.compute_seconds, e.comm_seconds, e.codec_seconds);
+}
+
+Interval mean_interval(const std::vector<double>& v) {
+  Interval r;
+  if (v.empty()) return r;
+  for (double x : v) r.mean += x;
+  r.mean /= double(v.size());
+  if (v.size() < 2) return r;
+  double ss = 0;
+  for (double x : v) ss += (x - r.mean) * (x - r.mean);
+  r.half_width = t95(v.size() - 1) * std::sqrt(ss / double(v.size() - 1) / double(v.size()));
+  return r;
+}
+
+std::string summary_table(const std::vector<RunResult>& runs) {
+  std::vector<std::string> comms;
+  std::map<std::string, std::vector<const RunResult*>> by_comm;
+  std::map<uint64_t, const RunResult*> fp32_by_seed;
+  for (const RunResult& r : runs) {
+    if (!by_comm.count(r.comm)) comms.push_back(r.comm);
+    by_comm[r.comm].push_back(&r);
+    if (r.comm == "fp32") fp32_by_seed[r.seed] = &r;
+  }
+  std::string out = format("%-14s %-9s %-22s %12s %8s %10s\n", "comm", "best err",
+                           "vs fp32 (pp, 95% CI)", "sent/rank", "saved", "step");
+  for (const std::string& comm : comms) {
+    std::vector<double> best, diff;
+    double sent = 0, reference = 0, step = 0;
+    for (const RunResult* r : by_comm[comm]) {
+      best.push_back(100 * r->best_test_error);
+      auto f = fp32_by_seed.find(r->seed);
+      if (f != fp32_by_seed.end())
+        diff.push_back(100 * (r->best_test_error - f->second->best_test_error));
+      sent += double(r->bytes_sent());
+      reference += double(r->fp32_reference_bytes);
+      step += r->step_seconds() / double(by_comm[comm].size());
+    }
+    const Interval b = mean_interval(best), d = mean_interval(diff);
+    std::string vs = "-";
+    if (diff.size() == best.size())
+      vs =
+          diff.size() > 1 ? format("%+.2f +- %.2f", d.mean, d.half_width) : format("%+.2f", d.mean);
+    const double per_run = double(best.size());
+    out += format("%-14s %8.2f%% %-22s %12s %7.1f%% %7.1f ms\n", comm.c_str(), b.mean, vs.c_str(),
+                  mib(sent / per_run).c_str(), reference > 0 ? 100 * (1 - sent / reference) : 0.0,
+                  1000 * step);
+  }
+  return out;
+}
+
+std::string to_json(const std::vector<RunResult>& runs, const std::string& command) {
+  nlohmann::json doc;
+  doc["command"] = command;
+  doc["ranks"] = runs.empty() ? 0 : runs.front().ranks;
+  doc["runs"] = nlohmann::json::array();
+  for (const RunResult& r : runs) {
+    nlohmann::json run = {{"mode", r.mode},
+                          {"comm", r.comm},
+                          {"seed", r.seed},
+                          {"best_test_error", r.best_test_error},
+                          {"bytes_sent", r.bytes_sent()},
+                          {"fp32_reference_bytes", r.fp32_reference_bytes},
+                          {"step_seconds", r.step_seconds()},
+                          {"params_fnv1a", format("%016llx", (unsigned long long)r.params_hash)}};
+    run["epochs"] = nlohmann::json::array();
+    for (const EpochResult& e : r.epochs)
+      run["epochs"].push_back({{"epoch", e.epoch},
+                               {"train_loss", e.train_loss},
+                               {"test_error", e.test_error},
+                               {"bytes_sent", e.bytes_sent},
+                               {"steps", e.steps},
+                               {"compute_seconds", e.compute_seconds},
+                               {"communication_seconds", e.comm_seconds},
+                               {"codec_seconds", e.codec_seconds},
+                               {"wall_seconds", e.wall_seconds}});
+    doc["runs"].push_back(run);
+  }
+  return doc.dump(2) + "\n";
+}
+
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f)
+    throw Error(ErrorCode::kInvalidArgument, "cannot write " + path + ": " + std::strerror(errno));
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = std::fflush(f) == 0 && ok;
+  ok = fsync(fileno(f)) == 0 && ok;
+  int err = errno;
+  ok = std::fclose(f) == 0 && ok;
+  if (ok && std::rename(tmp.c_str(), path.c_str()) == 0) return;
+  err = errno ? errno : err;
+  std::remove(tmp.c_str());
+  throw Error(ErrorCode::kInvalidArgument, "cannot write " + path + ": " + std::strerror(err));
+}
+
+}  // namespace train
+}  // namespace octet

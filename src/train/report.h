@@ -1,0 +1,34 @@
+// What `octet train` prints and writes: one line per epoch, the summary table (one row per comm),
+// and the JSON document other tools read (docs/training.md has its schema).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "train/trainer.h"
+
+namespace octet {
+namespace train {
+
+std::string epoch_line(const RunResult& run);
+
+// Mean and half-width of a 95% Student-t interval (half-width 0 for fewer than two values).
+struct Interval {
+  double mean = 0, half_width = 0;
+};
+Interval mean_interval(const std::vector<double>& values);
+
+// One row per comm, in the order first seen: best test error (mean over seeds), its difference
+// to fp32 in percentage points (paired by seed, with a 95% interval when there are several
+// seeds), bytes sent and saved (against what fp32 sends), step time.
+std::string summary_table(const std::vector<RunResult>& runs);
+
+// {"command", "ranks", "runs": [{mode, comm, seed, epochs: [...], best_test_error, ...}]}.
+std::string to_json(const std::vector<RunResult>& runs, const std::string& command);
+
+// Writes text to path through a temporary file in the same folder and a rename, so that readers
+// see the old file or the whole new one, never half of it. Throws kInvalidArgument.
+void write_atomically(const std::string& path, const std::string& text);
+
+}  // namespace train
+}  // namespace octet
