@@ -40,18 +40,40 @@ std::vector<uint8_t> read_file(const std::string& path) {
   return data;
 }
 
-void write_file(const std::string& path, const void* data, size_t n) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) io_error("cannot write", path, errno);
+namespace {
+
+// Writes and closes f; false with *err set when any byte did not reach it (a full disk may show
+// only at the last flush).
+bool write_all(std::FILE* f, const void* data, size_t n, int* err) {
   bool ok = std::fwrite(data, 1, n, f) == n;
-  int err = errno;
-  if (std::fclose(f) != 0 && ok) {  // a full disk may show only here, at the last flush
+  *err = errno;
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    *err = errno;
+  }
+  return ok;
+}
+
+}  // namespace
+
+// A regular file (or a new one) is written beside its final name and renamed into place, so a
+// failure or a crash never leaves a partial file; a device (/dev/stdout) is written directly.
+void write_file(const std::string& path, const void* data, size_t n) {
+  std::error_code ec;
+  const bool device = std::filesystem::exists(path, ec) &&
+                      !std::filesystem::is_regular_file(path, ec) &&
+                      !std::filesystem::is_directory(path, ec);
+  const std::string target = device ? path : path + ".tmp." + std::to_string(getpid());
+  std::FILE* f = std::fopen(target.c_str(), "wb");
+  if (!f) io_error("cannot write", path, errno);
+  int err = 0;
+  bool ok = write_all(f, data, n, &err);
+  if (ok && !device && std::rename(target.c_str(), path.c_str()) != 0) {
     ok = false;
     err = errno;
   }
   if (ok) return;
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(path, ec)) std::filesystem::remove(path, ec);
+  if (!device) std::filesystem::remove(target, ec);
   io_error("cannot write", path, err);
 }
 

@@ -42,8 +42,9 @@ CLI::Validator at_least(T lo) {
 // The whole file; throws kInvalidArgument "cannot open|read <path>: <reason>".
 std::vector<uint8_t> read_file(const std::string& path);
 
-// Writes `n` bytes to `path` (a file, or a device such as /dev/stdout). On failure it removes the
-// regular file it was writing and throws kInvalidArgument "cannot write <path>: <reason>".
+// Writes `n` bytes to `path` (a file, or a device such as /dev/stdout). A file is written under a
+// temporary name and renamed into place: never a partial file, even after a crash. On failure
+// throws kInvalidArgument "cannot write <path>: <reason>".
 void write_file(const std::string& path, const void* data, size_t n);
 void write_file(const std::string& path, const std::string& text);
 

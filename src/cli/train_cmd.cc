@@ -66,7 +66,7 @@ void run_train(const TrainArgs& a) {
   if (mpi.rank() != 0) return;
   std::printf("\n%s", train::summary_table(runs).c_str());
   if (!a.json.empty()) {
-    train::write_atomically(a.json, train::to_json(runs, command_line(a)));
+    write_file(a.json, train::to_json(runs, command_line(a)));
     std::printf("wrote %s\n", a.json.c_str());
   }
 }

@@ -136,8 +136,8 @@ octet_status octet_max_encoded_size(size_t count, const octet_options* options, 
   });
 }
 
-octet_status octet_encode(const float* in, size_t count, const octet_options* options,
-                          uint8_t* out, size_t capacity, size_t* written) {
+octet_status octet_encode(const float* in, size_t count, const octet_options* options, uint8_t* out,
+                          size_t capacity, size_t* written) {
   return guard([&] {
     if (!written) throw octet::Error(octet::ErrorCode::kInvalidArgument, "null argument");
     *written = octet::encode(in, count, convert(options).codec, out, capacity);

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "octet/error.h"
-#include "predictor/predictor.h"
 #include "predictor/internal.h"
+#include "predictor/predictor.h"
 
 namespace octet {
 namespace predictor {

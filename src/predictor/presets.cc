@@ -4,8 +4,8 @@
 #include <utility>
 #include <vector>
 
-#include "predictor/predictor.h"
 #include "predictor/internal.h"
+#include "predictor/predictor.h"
 
 namespace octet {
 namespace predictor {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "predictor/predictor.h"
 #include "predictor/internal.h"
+#include "predictor/predictor.h"
 
 namespace octet {
 namespace predictor {

@@ -1,8 +1,6 @@
 #include "train/report.h"
 
-#include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -127,22 +125,6 @@ std::string to_json(const std::vector<RunResult>& runs, const std::string& comma
     doc["runs"].push_back(run);
   }
   return doc.dump(2) + "\n";
-}
-
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f)
-    throw Error(ErrorCode::kInvalidArgument, "cannot write " + path + ": " + std::strerror(errno));
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ok = std::fflush(f) == 0 && ok;
-  ok = fsync(fileno(f)) == 0 && ok;
-  int err = errno;
-  ok = std::fclose(f) == 0 && ok;
-  if (ok && std::rename(tmp.c_str(), path.c_str()) == 0) return;
-  err = errno ? errno : err;
-  std::remove(tmp.c_str());
-  throw Error(ErrorCode::kInvalidArgument, "cannot write " + path + ": " + std::strerror(err));
 }
 
 }  // namespace train

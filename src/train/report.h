@@ -26,9 +26,5 @@ std::string summary_table(const std::vector<RunResult>& runs);
 // {"command", "ranks", "runs": [{mode, comm, seed, epochs: [...], best_test_error, ...}]}.
 std::string to_json(const std::vector<RunResult>& runs, const std::string& command);
 
-// Writes text to path through a temporary file in the same folder and a rename, so that readers
-// see the old file or the whole new one, never half of it. Throws kInvalidArgument.
-void write_atomically(const std::string& path, const std::string& text);
-
 }  // namespace train
 }  // namespace octet

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "octet/error_feedback.h"
 #include "codec/backend.h"
+#include "octet/error_feedback.h"
 #include "test_util.h"
 
 namespace octet {
