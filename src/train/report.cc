@@ -1,6 +1,5 @@
 #include "train/report.h"
 
-
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>

@@ -171,13 +171,7 @@ static void repeated(const char* what, double gain) {
 }
 
 static void p2p_refused(void) {
-  MPI_Comm comm;
-  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "octet_p2p", "true");
-  MPI_Comm_set_info(comm, info);
-  MPI_Info_free(&info);
+  MPI_Comm comm = p2p_comm();
   float* x = malloc(kCount * sizeof *x);
   float* y = malloc(kCount * sizeof *y);
   for (size_t i = 0; i < kCount; ++i) x[i] = value(rank, i, 6);

@@ -153,13 +153,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  MPI_Comm comm;
-  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "octet_p2p", "true");
-  MPI_Comm_set_info(comm, info);
-  MPI_Info_free(&info);
+  MPI_Comm comm = p2p_comm();
   ring(comm);
   order(comm);
   any_source_and_probe(comm);

@@ -4,6 +4,7 @@
 #ifndef OCTET_TESTS_PMPI_TEST_COMMON_H_
 #define OCTET_TESTS_PMPI_TEST_COMMON_H_
 
+#include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +27,18 @@ static void check(const char* name, int ok, const char* detail) {
     printf("ok %s\n", name);
   }
   fflush(stdout);
+}
+
+/* A duplicate of MPI_COMM_WORLD opted in to compressed point-to-point (info key octet_p2p). */
+static inline MPI_Comm p2p_comm(void) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "octet_p2p", "true");
+  MPI_Comm_set_info(comm, info);
+  MPI_Info_free(&info);
+  return comm;
 }
 
 #endif /* OCTET_TESTS_PMPI_TEST_COMMON_H_ */
