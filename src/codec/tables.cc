@@ -71,14 +71,6 @@ std::vector<float> static_tree_magnitudes() {
   return m;
 }
 
-// Smallest float >= the exact midpoint of a and b: x >= threshold <=> x is nearer to b (or tied).
-uint32_t midpoint_threshold(float a, float b) {
-  const double mid = (static_cast<double>(a) + static_cast<double>(b)) / 2.0;  // exact
-  float f = static_cast<float>(mid);
-  if (static_cast<double>(f) < mid) f = std::nextafter(f, 2.0f);
-  return detail::float_bits(f);
-}
-
 // Largest power of two strictly below x (x > 0 normal).
 uint32_t power_of_two_below(uint32_t x_bits) {
   uint32_t p = x_bits & detail::kExpMask;
@@ -123,6 +115,13 @@ void fill_values(QuantTable& t, const std::vector<float>& m) {
 }
 
 }  // namespace
+
+uint32_t midpoint_threshold(float a, float b) {
+  const double mid = (static_cast<double>(a) + static_cast<double>(b)) / 2.0;  // exact
+  float f = static_cast<float>(mid);
+  if (static_cast<double>(f) < mid) f = std::nextafter(f, 2.0f);
+  return detail::float_bits(f);
+}
 
 QuantTable build_quant_table(const std::vector<float>& m, int bits, bool is_signed) {
   const size_t levels = m.size();

@@ -1,0 +1,196 @@
+// The SIMD block kernels against the scalar reference, element by element, over float bit patterns
+// rather than over realistic data: the SIMD encoders compute levels arithmetically and fall back to
+// the exact lookup near decision points, so the interesting inputs are the floats right at and
+// around every threshold and magnitude, and every float in between.
+//
+// * On the best target this CPU runs, every float bit pattern from 2^-26 to 2 of both signs
+//   (about 4.5 * 10^8 patterns) goes through the round-to-nearest encoder of the dynamic tree,
+//   which has an arithmetic path: an exhaustive check of the range where its levels are.
+// * On every target: dense sweeps (+-64 ulps) around every threshold, magnitude and power of two,
+//   a strided sweep over all finite floats and the special values, for every type, for
+//   round-to-nearest and stochastic rounding; every code of every type decoded with edge scales.
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codec/block_kernels.h"
+#include "codec/segments.h"
+#include "codec/tables.h"
+
+namespace octet {
+namespace {
+
+using codec::BlockKernels;
+using detail::bits_float;
+using detail::float_bits;
+
+const detail::BlockScale kUnitScale{1.0f, 1.0f, 1.0f};
+
+// Patterns around every decision point of a table: thresholds, magnitudes, powers of two.
+std::vector<uint32_t> decision_points(const detail::QuantTable& t) {
+  std::vector<uint32_t> points;
+  for (uint32_t k = 0; k <= t.top; ++k) {
+    const float m = t.magnitude[k];
+    points.push_back(float_bits(m));
+    if (k < t.top) {
+      const double mid = (double(m) + double(t.magnitude[k + 1])) / 2.0;
+      points.push_back(float_bits(static_cast<float>(mid)));
+    }
+  }
+  for (uint32_t e = 90; e <= 128; ++e) points.push_back(e << 23);
+  return points;
+}
+
+std::vector<float> sweep_inputs(const detail::QuantTable& t) {
+  std::vector<uint32_t> bits;
+  for (uint32_t p : decision_points(t))
+    for (int d = -64; d <= 64; ++d) bits.push_back(p + static_cast<uint32_t>(d));
+  for (uint64_t u = 0; u < 0x7f800000u; u += 7919) bits.push_back(static_cast<uint32_t>(u));
+  for (uint32_t u : {0x7f800000u, 0x7fc00000u, 0x7f800001u, 0x7fffffffu, 0u, 1u, 0x3f800000u})
+    bits.push_back(u);
+  std::mt19937 rng(7);
+  for (int i = 0; i < 100000; ++i) bits.push_back(rng() & 0x3fffffffu);
+  std::vector<float> x;
+  for (uint32_t u : bits) {
+    x.push_back(bits_float(u));
+    x.push_back(bits_float(u | 0x80000000u));
+  }
+  return x;
+}
+
+// Index of the first differing byte, or n.
+size_t first_difference(const uint8_t* a, const uint8_t* b, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return i;
+  return n;
+}
+
+std::string describe(const std::vector<float>& x, size_t i, const uint8_t* simd,
+                     const uint8_t* scalar) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "x=%a (bits %08x) simd code %u, scalar code %u, target %s",
+                double(x[i]), float_bits(x[i]), simd[i], scalar[i], codec::simd_target_name());
+  return buf;
+}
+
+void expect_nearest_equal(const detail::QuantTable& t, const std::vector<float>& x,
+                          const detail::BlockScale& s) {
+  std::vector<uint8_t> simd(x.size()), scalar(x.size());
+  codec::simd_kernels().encode_nearest(t, x.data(), x.size(), s, simd.data());
+  codec::scalar_kernels().encode_nearest(t, x.data(), x.size(), s, scalar.data());
+  const size_t i = first_difference(simd.data(), scalar.data(), x.size());
+  ASSERT_EQ(i, x.size()) << describe(x, i, simd.data(), scalar.data());
+}
+
+void expect_stochastic_equal(const detail::QuantTable& t, const std::vector<float>& x,
+                             uint64_t seed, uint64_t first) {
+  std::vector<uint8_t> simd(x.size()), scalar(x.size());
+  codec::simd_kernels().encode_stochastic(t, x.data(), x.size(), kUnitScale, seed, first,
+                                          simd.data());
+  codec::scalar_kernels().encode_stochastic(t, x.data(), x.size(), kUnitScale, seed, first,
+                                            scalar.data());
+  const size_t i = first_difference(simd.data(), scalar.data(), x.size());
+  ASSERT_EQ(i, x.size()) << "stochastic " << describe(x, i, simd.data(), scalar.data());
+}
+
+void expect_decode_equal(const detail::QuantTable& t) {
+  std::vector<uint8_t> codes;
+  for (int rep = 0; rep < 3; ++rep)
+    for (uint32_t c = 0; c < (1u << t.bits); ++c) codes.push_back(static_cast<uint8_t>(c));
+  for (float scale : {1.0f, -1.0f, 0.0f, -0.0f, 3.7e-3f, -2.5e30f, 1e-40f, -3e38f}) {
+    for (bool accumulate : {false, true}) {
+      std::vector<float> simd(codes.size(), 0.25f), scalar(codes.size(), 0.25f);
+      codec::simd_kernels().decode(t, codes.data(), codes.size(), scale, simd.data(), accumulate);
+      codec::scalar_kernels().decode(t, codes.data(), codes.size(), scale, scalar.data(),
+                                     accumulate);
+      ASSERT_EQ(0, std::memcmp(simd.data(), scalar.data(), 4 * codes.size()))
+          << "scale " << scale << " target " << codec::simd_target_name();
+    }
+  }
+}
+
+std::vector<const detail::QuantTable*> all_tables() {
+  std::vector<const detail::QuantTable*> tables;
+  for (DataType type : all_data_types()) tables.push_back(&codec::quant_table(type));
+  tables.push_back(&codec::quant_table(DataType::kMantissa, 5));
+  return tables;
+}
+
+// Runs check() once per SIMD target this CPU supports.
+template <typename Fn>
+void on_every_target(Fn check) {
+  const uint64_t supported = static_cast<uint64_t>(hwy::SupportedTargets());
+  for (uint64_t bit = 1; bit != 0 && bit <= supported; bit <<= 1) {
+    if (!(supported & bit)) continue;
+    hwy::SetSupportedTargetsForTest(static_cast<int64_t>(bit));
+    check();
+    if (::testing::Test::HasFatalFailure()) break;
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// The arithmetic path these sweeps are about must actually run for the dynamic tree (the plan
+// proves its margins when it is built; an unusable plan would silently test the bucket path).
+TEST(SimdSweep, DynamicTreeHasAnArithmeticPlan) {
+  EXPECT_TRUE(codec::segment_plan(codec::quant_table(DataType::kDynamic)).usable);
+  std::string usable;
+  for (DataType type : all_data_types())
+    if (codec::segment_plan(codec::quant_table(type)).usable)
+      usable += std::string(data_type_name(type)) + " ";
+  std::printf("types with an arithmetic plan: %s\n", usable.c_str());
+}
+
+TEST(SimdSweep, NearestEqualsScalarAroundEveryDecisionPoint) {
+  on_every_target([] {
+    for (const detail::QuantTable* t : all_tables()) {
+      const std::vector<float> x = sweep_inputs(*t);
+      expect_nearest_equal(*t, x, kUnitScale);
+      // The same inputs through a non-trivial normalisation (pre = 2^32, a negative scale).
+      expect_nearest_equal(*t, x, detail::make_block_scale(0.0f, -3e-39f, 0));
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  });
+}
+
+TEST(SimdSweep, StochasticEqualsScalarAroundEveryDecisionPoint) {
+  on_every_target([] {
+    for (const detail::QuantTable* t : all_tables()) {
+      const std::vector<float> x = sweep_inputs(*t);
+      expect_stochastic_equal(*t, x, 12345, 0);
+      expect_stochastic_equal(*t, x, 0x9876543210ull, (uint64_t{7} << 32) - 5000);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  });
+}
+
+TEST(SimdSweep, DecodeEqualsScalarForEveryCode) {
+  on_every_target([] {
+    for (const detail::QuantTable* t : all_tables()) expect_decode_equal(*t);
+  });
+}
+
+// Every float from 2^-26 to 2 (both signs), in chunks, on the dispatched (best) target.
+TEST(SimdSweep, NearestEqualsScalarForEveryFloatUpToTwo) {
+  constexpr uint32_t kFirst = 101u << 23, kEnd = 128u << 23, kChunk = 1u << 20;
+  std::vector<float> x(2 * kChunk);
+  for (DataType type : {DataType::kDynamic}) {
+    const detail::QuantTable& t = codec::quant_table(type);
+    for (uint32_t base = kFirst; base < kEnd; base += kChunk) {
+      for (uint32_t i = 0; i < kChunk; ++i) {
+        x[2 * i] = bits_float(base + i);
+        x[2 * i + 1] = bits_float((base + i) | 0x80000000u);
+      }
+      expect_nearest_equal(t, x, kUnitScale);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace octet
