@@ -50,6 +50,7 @@ require_tools() {
   [[ $(id -u) -eq 0 ]] || die "must run as root (network namespaces and tc need CAP_NET_ADMIN)"
   command -v ip >/dev/null || die "'ip' (iproute2) not found"
   command -v tc >/dev/null || die "'tc' (iproute2) not found"
+  command -v unshare >/dev/null || die "'unshare' (util-linux) not found"
 }
 
 # The namespaces of this cluster, found by name so that `down` works without any saved state.
@@ -86,9 +87,12 @@ add_host() {  # i
 }
 
 # The rsh agent mpirun uses to start its daemons: `agent HOST COMMAND...` -> COMMAND in HOST's ns.
-# Every host gets its own TMPDIR: the namespaces share one file system and one hostname, so
-# OpenMPI's daemons would otherwise race to create the same session directory
-# (/tmp/ompi.HOSTNAME.UID/jf.N) and, about one launch in 30, one of them fails and mpirun hangs.
+# Every host gets its own hostname (a UTS namespace named like its network namespace): with one
+# hostname OpenMPI took ranks of different hosts for neighbours, and MPI_Comm_split_type
+# (MPI_COMM_TYPE_SHARED) crashed with 2 ranks per host.
+# Every host also gets its own TMPDIR: the namespaces share one file system, and with one hostname
+# OpenMPI's daemons raced to create the same session directory (/tmp/ompi.HOSTNAME.UID/jf.N);
+# about one launch in 30, one of them failed and mpirun hung.
 write_rsh_agent() {
   cat >"$STATE/rsh" <<EOF
 #!/bin/sh
@@ -98,7 +102,7 @@ host=\$1
 shift
 ns=\$(awk -v h="\$host" '\$1 == h { print \$2 }' "$STATE/hosts.map")
 if [ -z "\$ns" ]; then echo "octet-cluster rsh: unknown host '\$host'" >&2; exit 255; fi
-exec ip netns exec "\$ns" env TMPDIR="$STATE/tmp/\$ns" /bin/sh -c "\$*"
+exec ip netns exec "\$ns" unshare --uts env TMPDIR="$STATE/tmp/\$ns" /bin/sh -c "hostname \$ns; \$*"
 EOF
   chmod +x "$STATE/rsh"
 }
@@ -163,7 +167,8 @@ cmd_run() {
   local n
   n=$(cut -d' ' -f1 "$STATE/size")
   # No tree spawn: mpirun itself starts every daemon through the agent.
-  exec ip netns exec "$(host_ns 1)" env OMPI_ALLOW_RUN_AS_ROOT=1 \
+  exec ip netns exec "$(host_ns 1)" unshare --uts /bin/sh -c 'hostname "$0" && exec "$@"' \
+    "$(host_ns 1)" env OMPI_ALLOW_RUN_AS_ROOT=1 \
     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TMPDIR="$STATE/tmp/$(host_ns 1)" "$MPIRUN" \
     --hostfile "$STATE/hostfile" \
     --mca plm_rsh_agent "$STATE/rsh" --mca plm_rsh_no_tree_spawn 1 \

@@ -100,8 +100,8 @@ void check_memory(const Config& c, const BenchOp& op, size_t largest_bytes) {
 // Times and checks one operation, row by row.
 class Engine {
  public:
-  Engine(const Config& c, BenchOp& op, int rank, int ranks)
-      : c_(c), op_(op), rank_(rank), ranks_(ranks) {}
+  Engine(const Config& c, BenchOp& op, Comm& comm)
+      : c_(c), op_(op), comm_(comm), rank_(comm.rank()), ranks_(comm.size()) {}
 
   Row measure(size_t bytes) {
     Row row;
@@ -111,6 +111,7 @@ class Engine {
     in_ = inputs_.slice(rank_, 0, op_.input_count(count));
     out_.assign(op_.output_count(count), 0.0f);
     row.octet = time(true, count);
+    row.policy = choice(count);
     verify::Reference want;
     if (c_.check) {
       want = op_.reference(verify::source(inputs_), count, verify::quantization(c_.options, count));
@@ -120,7 +121,7 @@ class Engine {
       row.baseline = time(false, count);
       if (c_.check) row.baseline_check = check(false, count, want);
     }
-    row.ratio = compression_ratio(count);
+    row.ratio = row.policy.compress ? compression_ratio(count) : 1.0;
     return row;
   }
 
@@ -171,9 +172,20 @@ class Engine {
     return all;
   }
 
-  // fp32 bytes over payload bytes of this rank's input (1 when the call goes uncompressed).
+  // What the policy chose for the row, after its calls (so with the corrections they brought).
+  PolicyEstimate choice(size_t count) {
+    static const Collective kCollective[] = {Collective::kAllreduce, Collective::kReduceScatter,
+                                             Collective::kAllgather, Collective::kBroadcast};
+    if (c_.op == Operation::kSendRecv) {  // point-to-point has no policy: min_bytes decides
+      PolicyEstimate e;
+      e.compress = count * sizeof(float) >= c_.options.min_bytes;
+      return e;
+    }
+    return estimate_policy(comm_, kCollective[static_cast<int>(c_.op)], count, c_.options);
+  }
+
+  // fp32 bytes over payload bytes of this rank's input.
   double compression_ratio(size_t count) const {
-    if (count * sizeof(float) < c_.options.min_bytes) return 1.0;
     CodecOptions codec = c_.options.codec;
     codec.threads = 1;
     std::vector<uint8_t> payload(max_encoded_size(in_.size(), codec));
@@ -183,6 +195,7 @@ class Engine {
 
   const Config& c_;
   BenchOp& op_;
+  Comm& comm_;
   const int rank_, ranks_;
   const verify::Inputs inputs_{/*seed=*/0, /*spread=*/1};  // uniform in [-1, 1)
   std::vector<float> in_, out_;
@@ -226,9 +239,10 @@ void run(const Config& config) {
       rank != 0 || config.json.empty() || config.json == "-" || std::ofstream(config.json).good();
   PMPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (!writable) throw SweepError(ErrorCode::kInvalidArgument, "cannot write " + config.json);
-  Engine engine(config, *op, rank, ranks);
+  Engine engine(config, *op, comm);
   Report report(config, rank, ranks, block, op->busbw_factor());
   for (size_t bytes : sizes) report.add(engine.measure(bytes));
+  report.print_break_even();
   report.finish();
 }
 

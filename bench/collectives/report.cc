@@ -49,22 +49,23 @@ Report::Report(const Config& config, int rank, int ranks, uint32_t block, double
   const CollectiveOptions& o = config.options;
   std::printf(
       "# octet bench %s: %d ranks, type %s, block %u%s%s, iters %d, warmup %d, chunk %zu B, "
-      "window %d, min_bytes %zu\n",
+      "window %d, policy %s, min_bytes %zu\n",
       operation_name(config.op).c_str(), ranks, data_type_name(o.codec.type), block,
       o.codec.stochastic ? ", stochastic" : "", o.average ? ", average" : "", config.iters,
-      config.warmup, o.chunk_bytes, o.window, o.min_bytes);
+      config.warmup, o.chunk_bytes, o.window, policy_name(o.policy), o.min_bytes);
   std::printf("# baseline: fp32 PMPI call; MPI variables set:");
   const auto vars = mpi_algorithm_vars();
   if (vars.empty()) std::printf(" none (OpenMPI picks its algorithm)");
   for (const auto& v : vars) std::printf(" %s", v.c_str());
   std::printf(
       "\n# time in us (avg over ranks of each rank's mean; min/max over ranks); bw in GB/s "
-      "of the fp32 size; maxrel = max|err| / max|exact|; #wrong outside the bound\n");
+      "of the fp32 size; maxrel = max|err| / max|exact|; #wrong outside the bound; zip = the "
+      "policy compressed the row\n");
   std::printf(
-      "#%11s %11s %5s | %10s %10s %10s %7s %7s %6s %9s %9s %9s %7s %3s | %10s %7s %7s "
+      "#%11s %11s %3s %5s | %10s %10s %10s %7s %7s %6s %9s %9s %9s %7s %3s | %10s %7s %7s "
       "%9s %6s | %7s\n",
-      "size", "count", "ratio", "time", "min", "max", "algbw", "busbw", "", "maxabs", "maxrel",
-      "rms", "#wrong", "id", "mpi time", "algbw", "busbw", "maxabs", "#wrong", "speedup");
+      "size", "count", "zip", "ratio", "time", "min", "max", "algbw", "busbw", "", "maxabs",
+      "maxrel", "rms", "#wrong", "id", "mpi time", "algbw", "busbw", "maxabs", "#wrong", "speedup");
 }
 
 void Report::add(const Row& r) {
@@ -74,6 +75,10 @@ void Report::add(const Row& r) {
       {{"bytes", r.bytes},
        {"count", r.count},
        {"ratio", r.ratio},
+       {"compressed", r.policy.compress},
+       {"predicted_us",
+        {{"plain", r.policy.plain_seconds * 1e6},
+         {"compressed", r.policy.compressed_seconds * 1e6}}},
        {"time_us", timing_json(r.octet)},
        {"algbw_GBps", alg},
        {"busbw_GBps", alg * busbw_},
@@ -81,10 +86,15 @@ void Report::add(const Row& r) {
        {"baseline",
         {{"time_us", timing_json(r.baseline)}, {"error", check_json(r.baseline_check)}}},
        {"speedup", speedup}});
+  if (!r.policy.compress)
+    break_even_ = 0;
+  else if (break_even_ == 0)
+    break_even_ = r.bytes;
   if (!table_) return;
   const verify::Errors& e = r.octet_check.errors;
-  std::printf("%12zu %11zu %5.2f | %10.1f %10.1f %10.1f %7.3f %7.3f %6s", r.bytes, r.count, r.ratio,
-              r.octet.avg * 1e6, r.octet.min * 1e6, r.octet.max * 1e6, alg, alg * busbw_, "");
+  std::printf("%12zu %11zu %3s %5.2f | %10.1f %10.1f %10.1f %7.3f %7.3f %6s", r.bytes, r.count,
+              r.policy.compress ? "yes" : "no", r.ratio, r.octet.avg * 1e6, r.octet.min * 1e6,
+              r.octet.max * 1e6, alg, alg * busbw_, "");
   if (config_.check)
     std::printf(" %9.2e %9.2e %9.2e %7llu %3s", e.max_abs, e.max_rel, e.rms(),
                 (unsigned long long)e.wrong, r.octet_check.identical ? "yes" : "NO");
@@ -105,6 +115,16 @@ void Report::add(const Row& r) {
   std::fflush(stdout);
 }
 
+void Report::print_break_even() const {
+  if (!table_) return;
+  if (break_even_)
+    std::printf("# %s: compression pays from %zu bytes on (every row from there compressed)\n",
+                policy_name(config_.options.policy), break_even_);
+  else
+    std::printf("# %s: the last row was not compressed (no break-even in this sweep)\n",
+                policy_name(config_.options.policy));
+}
+
 void Report::finish() const {
   if (rank_ != 0 || config_.json.empty()) return;
   const CollectiveOptions& o = config_.options;
@@ -117,6 +137,8 @@ void Report::finish() const {
                               {"chunk_bytes", o.chunk_bytes},
                               {"window", o.window},
                               {"min_bytes", o.min_bytes},
+                              {"policy", policy_name(o.policy)},
+                              {"break_even_bytes", break_even_},
                               {"stochastic", o.codec.stochastic},
                               {"average", o.average},
                               {"mpi_vars", mpi_algorithm_vars()},

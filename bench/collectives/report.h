@@ -27,7 +27,8 @@ struct Checked {
 
 struct Row {
   size_t bytes = 0, count = 0;
-  double ratio = 1;  // fp32 bytes / payload bytes of this rank's input
+  double ratio = 1;       // fp32 bytes / payload bytes of this rank's input (1: not compressed)
+  PolicyEstimate policy;  // what the policy chose (after the row's calls) and its predictions
   Timing octet, baseline;
   Checked octet_check, baseline_check;
 };
@@ -40,6 +41,8 @@ class Report {
   void add(const Row& row);
   // Writes the JSON (rank 0, when asked for).
   void finish() const;
+  // Prints (rank 0) the smallest size from which `auto` compresses, as the rows showed it.
+  void print_break_even() const;
 
  private:
   const Config& config_;
@@ -48,6 +51,7 @@ class Report {
   const double busbw_;
   const bool table_;
   nlohmann::json rows_ = nlohmann::json::array();
+  size_t break_even_ = 0;  // the first row compressed after which all are; 0: none
 };
 
 }  // namespace bench

@@ -28,6 +28,7 @@
 #include "octet/codec.h"
 #include "octet/error_feedback.h"
 #include "octet/export.h"
+#include "octet/policy.h"
 #include "octet/transport.h"
 
 namespace octet {
@@ -40,8 +41,9 @@ CommCore& core(Comm& comm);
 }  // namespace detail
 class Request;
 namespace detail {
-// Starts op on comm and hands out its request (the algorithms' one way to create a Request).
-Request start_request(Comm& comm, std::shared_ptr<Operation> op);
+// Starts op on comm and hands out its request (the algorithms' one way to create a Request);
+// `compressed`: whether the call compresses (octet/policy.h).
+Request start_request(Comm& comm, std::shared_ptr<Operation> op, bool compressed = true);
 }  // namespace detail
 
 // A group of ranks over one transport, plus the state its collectives share (the call counter
@@ -70,7 +72,11 @@ class OCTET_API Comm {
 struct CollectiveOptions {
   CodecOptions codec;              // type, block size, stochastic rounding and its seed, checksum
   std::string error_feedback_key;  // empty: none; else residuals are kept under this name
-  size_t min_bytes = 0;            // calls whose fp32 size (count * 4) is below go uncompressed
+  // Whether a call compresses (octet/policy.h): `auto` where the measured cost model predicts a
+  // gain. Calls left uncompressed run the transport's own fp32 collective where it has one (MPI),
+  // with its semantics, else Octet's uncompressed path.
+  Policy policy = Policy::kAuto;
+  size_t min_bytes = 0;  // calls whose fp32 size (count * 4) is below never compress
   // allreduce/reduce_scatter: divide the sum by the rank count (an average of finite values is
   // finite even where their fp32 sum overflows; docs/algorithms.md, "Edges of the float range").
   bool average = false;
@@ -78,6 +84,11 @@ struct CollectiveOptions {
                                          // whole blocks)
   int window = 4;                        // chunks in flight
   int threads = 1;                       // codec threads per encode/decode (1: calling thread)
+  // allreduce's algorithm for compressed calls: kAuto takes the hierarchical one (exact fp32
+  // inside each host, compressed between hosts) when the transport reports more than one host
+  // and some host holds more than one rank (Transport::host_of); docs/algorithms.md.
+  enum class AllreduceAlgorithm : uint8_t { kAuto, kFlat, kHierarchical };
+  AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;
 };
 
 // A pending operation. Destroying an unfinished request waits for it (errors are dropped).
@@ -89,15 +100,19 @@ class OCTET_API Request {
   ~Request();
 
   bool valid() const { return op_ != nullptr; }
+  // Whether the call compresses: its policy's decision (`auto`, min_bytes), known at the start.
+  bool compressed() const { return compressed_; }
   // True once complete (then the request becomes invalid); throws the operation's error.
   bool test();
   void wait();
 
  private:
-  friend Request detail::start_request(Comm& comm, std::shared_ptr<detail::Operation> op);
-  OCTET_HIDDEN Request(Comm* comm, std::shared_ptr<detail::Operation> op);
+  friend Request detail::start_request(Comm& comm, std::shared_ptr<detail::Operation> op,
+                                       bool compressed);
+  OCTET_HIDDEN Request(Comm* comm, std::shared_ptr<detail::Operation> op, bool compressed);
   Comm* comm_ = nullptr;
   std::shared_ptr<detail::Operation> op_;
+  bool compressed_ = false;
 };
 
 // Sum (or average) of every rank's in[0, count) into out[0, count) on every rank.

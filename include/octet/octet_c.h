@@ -36,6 +36,13 @@ typedef enum {
   OCTET_TYPE_DYNAMIC4 = 6
 } octet_data_type;
 
+/* When a collective compresses (octet/policy.h). */
+typedef enum {
+  OCTET_POLICY_AUTO = 0,   /* where the cost model measured on the communicator predicts a gain */
+  OCTET_POLICY_ALWAYS = 1, /* every call at or above min_bytes */
+  OCTET_POLICY_NEVER = 2   /* never (MPI's own fp32 collective on MPI communicators) */
+} octet_policy;
+
 typedef struct {
   octet_data_type type;           /* default OCTET_TYPE_DYNAMIC */
   uint32_t block_size;            /* 0: the type's default */
@@ -44,6 +51,7 @@ typedef struct {
   const char* error_feedback_key; /* NULL: no error feedback; else the residual's name */
   size_t min_bytes;               /* fp32 messages smaller than this go uncompressed */
   int average;                    /* allreduce/reduce_scatter: divide the sum by the rank count */
+  octet_policy policy;            /* default OCTET_POLICY_AUTO */
 } octet_options;
 
 /* Fills *options with the defaults above. */
@@ -123,7 +131,23 @@ OCTET_API octet_status octet_isend(octet_comm comm, const float* buffer, size_t 
 OCTET_API octet_status octet_irecv(octet_comm comm, float* buffer, size_t count, int peer, int tag,
                                    const octet_options* options, octet_request* request);
 /* Completes and frees *request (sets it to NULL); returns the operation's status. */
+/* The collectives, for octet_policy_decide. */
+typedef enum {
+  OCTET_COLLECTIVE_ALLREDUCE = 0,
+  OCTET_COLLECTIVE_REDUCE_SCATTER = 1,
+  OCTET_COLLECTIVE_ALLGATHER = 2,
+  OCTET_COLLECTIVE_BROADCAST = 3
+} octet_collective;
+
+/* *compress = whether a call of `count` would compress under options->policy, counted as one of
+ * the communicator's calls (octet::decide_policy: collective, in call order, on every rank; for
+ * wrappers that run the plain call themselves). */
+OCTET_API octet_status octet_policy_decide(octet_comm comm, octet_collective op, size_t count,
+                                           const octet_options* options, int* compress);
+
 OCTET_API octet_status octet_wait(octet_request* request);
+/* *compressed = whether the started call compresses (its policy's decision: octet/policy.h). */
+OCTET_API octet_status octet_request_compressed(octet_request request, int* compressed);
 /* *done = 1 when complete (then *request is freed and set to NULL, and the status returned). */
 OCTET_API octet_status octet_test(octet_request* request, int* done);
 

@@ -30,6 +30,8 @@ class OCTET_API TransportRequest {
 };
 using TransportRequestPtr = std::unique_ptr<TransportRequest>;
 
+class NativeCollectives;
+
 class OCTET_API Transport {
  public:
   virtual ~Transport() = default;
@@ -48,10 +50,24 @@ class OCTET_API Transport {
   // Lets pending transfers progress (MPI without a progress thread only moves data inside MPI
   // calls); the collectives call it between encodes. Never blocks.
   virtual void poll() {}
+  // The backend's own fp32 collectives (octet/native_collectives.h), or null where it has none
+  // (threads); Octet runs the calls it leaves uncompressed there.
+  virtual NativeCollectives* native_collectives() { return nullptr; }
+  // The host (shared-memory node) of `rank`, 0 <= rank < size(): ranks with equal ids share a
+  // host, the same answer on every rank. The hierarchical allreduce uses it. Default, for a
+  // backend that does not know: every rank on a host of its own (so the flat algorithms run).
+  // A transport that wraps another should forward it.
+  virtual int host_of(int rank) const { return rank; }
 };
 
 // `size` connected in-process transports, one per rank, for ranks run as threads. Sends are
 // buffered (they complete at once); receives complete when a matching message is there.
 OCTET_API std::vector<std::shared_ptr<Transport>> make_thread_transports(int size);
+// The same with emulated hosts, for tests of the hierarchical algorithms: rank r is on host
+// host_of_rank[r] (any ints; equal = same host), or on host r / ranks_per_host.
+OCTET_API std::vector<std::shared_ptr<Transport>> make_thread_transports(
+    const std::vector<int>& host_of_rank);
+OCTET_API std::vector<std::shared_ptr<Transport>> make_thread_transports(int size,
+                                                                         int ranks_per_host);
 
 }  // namespace octet

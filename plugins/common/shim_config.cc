@@ -94,6 +94,14 @@ bool parse_progress(const char* text, int* out) {
   return s == "thread" || s == "eager";
 }
 
+bool parse_policy(const char* text, octet_policy* out) {
+  const std::string s = lower_trimmed(text);
+  if (s == "auto") *out = OCTET_POLICY_AUTO;
+  if (s == "always") *out = OCTET_POLICY_ALWAYS;
+  if (s == "never") *out = OCTET_POLICY_NEVER;
+  return s == "auto" || s == "always" || s == "never";
+}
+
 void set_defaults(octet_shim_config* c) {
   std::memset(c, 0, sizeof *c);
   c->valid = 1;
@@ -138,6 +146,8 @@ void octet_shim_config_parse(octet_shim_config* c, const char* (*lookup)(const c
   parse_bool_var(c, lookup, "OCTET_SHADOW", &c->shadow);
   if ((v = lookup("OCTET_PROGRESS")) && !parse_progress(v, &c->progress))
     fail(c, "OCTET_PROGRESS", v, "thread or eager");
+  if ((v = lookup("OCTET_POLICY")) && !parse_policy(v, &c->policy))
+    fail(c, "OCTET_POLICY", v, "auto, always or never");
   if ((v = lookup("OCTET_REPORT"))) {
     if (std::strlen(v) >= sizeof c->report)
       fail(c, "OCTET_REPORT", "...", "a path shorter than 4096 bytes");
@@ -159,7 +169,7 @@ void octet_shim_config_fields(const octet_shim_config* c,
                                                c->block,      static_cast<int64_t>(c->min_bytes),
                                                c->stochastic, c->error_feedback,
                                                c->shadow,     c->report[0] != '\0',
-                                               c->progress};
+                                               c->progress,   c->policy};
   std::memcpy(fields, f, sizeof f);
 }
 

@@ -47,6 +47,7 @@ typedef struct {
   int error_feedback;   /* OCTET_ERROR_FEEDBACK */
   int shadow;           /* OCTET_SHADOW */
   int progress;         /* OCTET_PROGRESS, an octet_shim_progress (default: thread) */
+  octet_policy policy;  /* OCTET_POLICY: auto (default), always or never (octet/policy.h) */
   char report[4096];    /* OCTET_REPORT, empty = no report */
 } octet_shim_config;
 
@@ -59,7 +60,7 @@ void octet_shim_config_parse(octet_shim_config* config, const char* (*lookup)(co
 /* Everything that changes what the shim does, valid flag included, as integers: ranks whose
  * fields differ would take different decisions, so the shims compare them across ranks (exactly,
  * with a MIN and a MAX reduction). */
-#define OCTET_SHIM_CONFIG_FIELDS 11
+#define OCTET_SHIM_CONFIG_FIELDS 12
 void octet_shim_config_fields(const octet_shim_config* config,
                               int64_t fields[OCTET_SHIM_CONFIG_FIELDS]);
 

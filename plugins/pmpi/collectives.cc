@@ -30,6 +30,7 @@ bool interesting(MPI_Datatype type) {
 CommEntry* eligible(octet_shim_op op, uint64_t message_bytes, bool op_is_sum, MPI_Comm comm) {
   const State& s = state();
   if (!s.active || !octet_shim_config_wants(&s.config, op) || !op_is_sum) return nullptr;
+  if (s.config.policy == OCTET_POLICY_NEVER) return nullptr;
   if (message_bytes == 0 || message_bytes < s.config.min_bytes || comm == MPI_COMM_NULL)
     return nullptr;
   return comm_entry(comm);
@@ -64,7 +65,9 @@ octet_options options_for(CommEntry* entry, octet_shim_op op, const void* buffer
   o.block_size = c.block;
   o.stochastic = c.stochastic;
   o.seed = (next_call_index(entry) + 1) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(op);
-  o.min_bytes = 0;  // the shim has decided already
+  o.min_bytes = 0;  // the floor is checked already (eligible)
+  // Shadow mode measures what compression would do, so it always compresses.
+  o.policy = c.shadow ? OCTET_POLICY_ALWAYS : c.policy;
   o.average = 0;
   if (c.error_feedback) {
     *key = std::string(octet_shim_op_name(op)) + ":" + std::to_string(entry_id(entry)) + ":" +
@@ -95,6 +98,31 @@ void measure(const float* approx, const float* exact, size_t n, CallRecord* r) {
   r->error_elements = m;
 }
 
+// Records whether a started call compresses (`auto` may send it as MPI's own fp32 call) and the
+// bytes it sends; passes the start's status on.
+octet_status noted(octet_status started, octet_request* r, CallRecord* rec, size_t count) {
+  int compressed = 0;
+  if (started != OCTET_OK || octet_request_compressed(*r, &compressed) != OCTET_OK) return started;
+  rec->compressed = compressed != 0;
+  if (compressed) rec->bytes_sent = encoded_bytes(count);
+  return started;
+}
+
+// For a blocking call: asks the policy (OCTET_POLICY; counted on every rank in call order, on the
+// thread that runs the communicator's Octet work) and starts the Octet operation only where it
+// compresses; elsewhere starts nothing and leaves *compress 0, and the caller runs MPI's own call
+// on the application's communicator (MPI's semantics and bits). The operation then runs with
+// policy `always`, so the call is not counted twice.
+template <typename Start>
+octet_status start_if_compressed(CommEntry* e, octet_collective op, size_t count,
+                                 const octet_options& o, int* compress, const Start& start) {
+  const octet_status d = octet_policy_decide(entry_comm(e), op, count, &o, compress);
+  if (d != OCTET_OK || !*compress) return d;
+  octet_options always = o;
+  always.policy = OCTET_POLICY_ALWAYS;
+  return start(always);
+}
+
 // The compressed allreduce, plain or shadow; shared by MPI_Allreduce and MPI_Iallreduce.
 int compressed_allreduce(CommEntry* e, octet_shim_op op, const void* sendbuf, void* recvbuf,
                          int count, MPI_Datatype type, MPI_Comm comm, CallRecord* rec) {
@@ -102,16 +130,19 @@ int compressed_allreduce(CommEntry* e, octet_shim_op op, const void* sendbuf, vo
   const octet_options o = options_for(e, op, recvbuf, count, &key);
   const float* in = sendbuf == MPI_IN_PLACE ? static_cast<const float*>(recvbuf)
                                             : static_cast<const float*>(sendbuf);
-  rec->compressed = true;
-  rec->bytes_sent = encoded_bytes(count);
   const bool shadow = state().config.shadow;
   std::vector<float> approx(shadow ? count : 0);
   float* out = shadow ? approx.data() : static_cast<float*>(recvbuf);
   const float* send = sendbuf == MPI_IN_PLACE && !shadow ? nullptr : in;
+  int compress = 1;
   const octet_status st = run_compressed(e, [&](octet_request* r) {
-    return octet_iallreduce(entry_comm(e), send, out, count, &o, r);
+    return start_if_compressed(
+        e, OCTET_COLLECTIVE_ALLREDUCE, count, o, &compress, [&](const octet_options& a) {
+          return noted(octet_iallreduce(entry_comm(e), send, out, count, &a, r), r, rec, count);
+        });
   });
   if (st != OCTET_OK) return raise_error(comm, st, octet_shim_op_name(op));
+  if (!compress) return PMPI_Allreduce(sendbuf, recvbuf, count, type, MPI_SUM, comm);
   if (!shadow) return MPI_SUCCESS;
   const int rc = PMPI_Allreduce(sendbuf, recvbuf, count, type, MPI_SUM, comm);
   if (rc == MPI_SUCCESS) measure(approx.data(), static_cast<float*>(recvbuf), count, rec);
@@ -264,12 +295,16 @@ int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_
     const bool shadow = state().config.shadow;
     std::vector<float> approx(shadow ? recvcount : 0);
     float* out = shadow ? approx.data() : static_cast<float*>(recvbuf);
+    int compress = 1;
     const octet_status st = run_compressed(e, [&](octet_request* r) {
-      return octet_ireduce_scatter(entry_comm(e), in, out, recvcount, &o, r);
+      return start_if_compressed(
+          e, OCTET_COLLECTIVE_REDUCE_SCATTER, recvcount, o, &compress, [&](const octet_options& a) {
+            return noted(octet_ireduce_scatter(entry_comm(e), in, out, recvcount, &a, r), r, rec,
+                         total);
+          });
     });
     if (st != OCTET_OK) return raise_error(comm, st, "reduce_scatter_block");
-    rec->compressed = true;
-    rec->bytes_sent = encoded_bytes(total);
+    if (!compress) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
     if (!shadow) return MPI_SUCCESS;
     const int rc = PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
     if (rc == MPI_SUCCESS) measure(out, static_cast<float*>(recvbuf), recvcount, rec);
@@ -304,12 +339,16 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
     const bool shadow = state().config.shadow;
     std::vector<float> approx(shadow ? total : 0);
     float* out = shadow ? approx.data() : static_cast<float*>(recvbuf);
+    int compress = 1;
     const octet_status st = run_compressed(e, [&](octet_request* r) {
-      return octet_iallgather(entry_comm(e), in, out, recvcount, &o, r);
+      return start_if_compressed(
+          e, OCTET_COLLECTIVE_ALLGATHER, recvcount, o, &compress, [&](const octet_options& a) {
+            return noted(octet_iallgather(entry_comm(e), in, out, recvcount, &a, r), r, rec, total);
+          });
     });
     if (st != OCTET_OK) return raise_error(comm, st, "allgather");
-    rec->compressed = true;
-    rec->bytes_sent = encoded_bytes(total);
+    if (!compress)
+      return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (!shadow) return MPI_SUCCESS;
     const int rc = PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (rc == MPI_SUCCESS) measure(out, static_cast<float*>(recvbuf), total, rec);
@@ -333,12 +372,16 @@ int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
     float* data = static_cast<float*>(buffer);
     std::vector<float> copy(scratch ? data : nullptr, scratch ? data + count : nullptr);
     float* target = scratch ? copy.data() : data;
+    int compress = 1;
     const octet_status st = run_compressed(e, [&](octet_request* r) {
-      return octet_ibroadcast(entry_comm(e), target, count, root, &o, r);
+      return start_if_compressed(
+          e, OCTET_COLLECTIVE_BROADCAST, count, o, &compress, [&](const octet_options& a) {
+            return noted(octet_ibroadcast(entry_comm(e), target, count, root, &a, r), r, rec,
+                         count);
+          });
     });
     if (st != OCTET_OK) return raise_error(comm, st, "bcast");
-    rec->compressed = true;
-    rec->bytes_sent = encoded_bytes(count);
+    if (!compress) return PMPI_Bcast(buffer, count, type, root, comm);
     if (!shadow) return MPI_SUCCESS;
     const int rc = PMPI_Bcast(buffer, count, type, root, comm);
     if (rc == MPI_SUCCESS) measure(copy.data(), data, count, rec);

@@ -15,12 +15,13 @@ namespace {
 
 struct BenchArgs {
   std::string op, first = "8", last = "64M", min_bytes = "0", chunk_bytes = "1M";
-  std::string type = "dynamic";
+  std::string type = "dynamic", policy = "auto";
   double factor = 2;
   int iters = 20, warmup = 5, window = 4;
   uint32_t block = 0;
   bool stochastic = false, average = false, check = true, baseline = true;
   std::string json;
+  std::string algorithm = "auto";
 };
 
 bench::Config to_config(const BenchArgs& a) {
@@ -36,6 +37,11 @@ bench::Config to_config(const BenchArgs& a) {
   c.options.codec.stochastic = a.stochastic;
   c.options.codec.seed = 1;
   c.options.average = a.average;
+  c.options.policy = parse_policy(a.policy);
+  using Algorithm = CollectiveOptions::AllreduceAlgorithm;
+  c.options.allreduce_algorithm = a.algorithm == "flat"           ? Algorithm::kFlat
+                                  : a.algorithm == "hierarchical" ? Algorithm::kHierarchical
+                                                                  : Algorithm::kAuto;
   c.options.min_bytes = parse_size(a.min_bytes);
   c.options.chunk_bytes = parse_size(a.chunk_bytes);
   c.options.window = a.window;
@@ -82,7 +88,12 @@ void add_bench_commands(CLI::App& app) {
       ->check(at_least<uint32_t>(0));
   c->add_flag("--stochastic", args->stochastic, "stochastic rounding");
   c->add_flag("--average", args->average, "average instead of sum (allreduce, reduce_scatter)");
-  c->add_option("--min-bytes", args->min_bytes, "calls below this fp32 size go uncompressed");
+  c->add_option("--policy", args->policy,
+                "auto (compress where the cost measured on this job predicts a gain), always, "
+                "never");
+  c->add_option("--min-bytes", args->min_bytes, "calls below this fp32 size never compress");
+  c->add_option("--algorithm", args->algorithm, "allreduce: auto, flat, hierarchical")
+      ->check(CLI::IsMember({"auto", "flat", "hierarchical"}));
   c->add_option("--chunk-bytes", args->chunk_bytes, "pipeline chunk (fp32 bytes)");
   c->add_option("--window", args->window, "chunks in flight")->check(at_least(1));
   c->add_option("-c,--check", args->check, "error columns and #wrong (0/1)");

@@ -258,7 +258,7 @@ void run_report(const ScenarioArgs& a, const std::string& report, bool as_json) 
   if (!parts.has_cluster || !parts.has_codec)
     throw Error(ErrorCode::kInvalidArgument,
                 "predict report needs [cluster] and [codec] (--preset or files)");
-  const std::vector<uint8_t> text = read_file(report);
+  const Buffer text = read_file(report);
   const pr::ReportAnalysis r = pr::analyze_report(std::string(text.begin(), text.end()),
                                                   parts.scenario.cluster, parts.scenario.codec);
   if (as_json) {

@@ -39,12 +39,45 @@ CLI::Validator at_least(T lo) {
                         "INT>=" + std::to_string(lo));
 }
 
-// The whole file; throws kInvalidArgument "cannot open|read <path>: <reason>".
-std::vector<uint8_t> read_file(const std::string& path);
+// Bytes the CLI reads files into and encodes or decodes into. Unlike a std::vector it is not
+// zero-filled first (read() or the codec writes every byte anyway), and large ones ask for
+// transparent huge pages: on this project's VMs a 4 KiB page fault costs ~5 us, 0.3 s per 256 MiB,
+// against ~0.05 s with 2 MiB pages. Growing it moves pages (mremap), it never copies them.
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(size_t size);
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
 
-// Writes `n` bytes to `path` (a file, or a device such as /dev/stdout). A file is written under a
-// temporary name and renamed into place: never a partial file, even after a crash. On failure
-// throws kInvalidArgument "cannot write <path>: <reason>".
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const uint8_t* begin() const { return data_; }
+  const uint8_t* end() const { return data_ + size_; }
+  // Keeps the first min(size, n) bytes; bytes beyond the old size are undefined.
+  void resize(size_t n);
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0, capacity_ = 0;
+};
+
+// The whole file (regular file, pipe, device: /dev/stdin), read with read() calls of up to 1 GiB
+// into an owned Buffer. Not mmap: a file truncated by another process while mapped would kill
+// this one with SIGBUS; read() just returns what is there. Throws kInvalidArgument
+// "cannot open|read <path>: <reason>", or check_memory's for a file over half of the memory.
+Buffer read_file(const std::string& path);
+
+// Writes `n` bytes to `path` with write() calls of up to 1 GiB. A file is written under a
+// temporary name beside it and renamed into place: never a partial file, even after a crash (a
+// symbolic link stays a link: its target is replaced). /dev/stdout, /dev/stderr, /dev/fd/N and
+// /proc/self/fd/N are written to that open descriptor; a device, a FIFO or another link into /dev
+// or /proc is opened and written in place. On failure throws kInvalidArgument
+// "cannot write <path>: <reason>".
 void write_file(const std::string& path, const void* data, size_t n);
 void write_file(const std::string& path, const std::string& text);
 

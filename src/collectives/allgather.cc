@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "collectives/collective_op.h"
+#include "collectives/policy.h"
 
 namespace octet {
 namespace detail {
@@ -76,15 +77,24 @@ class Allgather : public CollectiveOp {
 }  // namespace
 }  // namespace detail
 
+namespace {
+detail::MakeOperation make_allgather(Comm& comm, const float* in, float* out, size_t count) {
+  return [&comm, in, out, count](const CollectiveOptions& o) {
+    return std::make_shared<detail::Allgather>(comm, in, out, count, o);
+  };
+}
+}  // namespace
+
 Request iallgather(Comm& comm, const float* in, float* out, size_t count,
                    const CollectiveOptions& options) {
-  auto op = std::make_shared<detail::Allgather>(comm, in, out, count, options);
-  return detail::start_request(comm, std::move(op));
+  return detail::start_routed(comm, {Collective::kAllgather, in, out, count}, options,
+                              make_allgather(comm, in, out, count));
 }
 
 void allgather(Comm& comm, const float* in, float* out, size_t count,
                const CollectiveOptions& options) {
-  iallgather(comm, in, out, count, options).wait();
+  detail::run_routed(comm, {Collective::kAllgather, in, out, count}, options,
+                     make_allgather(comm, in, out, count));
 }
 
 }  // namespace octet

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "collectives/collective_op.h"
+#include "collectives/hierarchical.h"
+#include "collectives/policy.h"
 #include "collectives/reduce_chunk.h"
 
 namespace octet {
@@ -145,15 +147,26 @@ class Allreduce : public CollectiveOp {
 }  // namespace
 }  // namespace detail
 
+namespace {
+detail::MakeOperation make_allreduce(Comm& comm, const float* in, float* out, size_t count) {
+  return [&comm, in, out, count](const CollectiveOptions& o) -> std::shared_ptr<detail::Operation> {
+    if (detail::use_hierarchical(comm, count, o))  // several ranks per host: hierarchical.h
+      return detail::make_hierarchical_allreduce(comm, in, out, count, o);
+    return std::make_shared<detail::Allreduce>(comm, in, out, count, o);
+  };
+}
+}  // namespace
+
 Request iallreduce(Comm& comm, const float* in, float* out, size_t count,
                    const CollectiveOptions& options) {
-  auto op = std::make_shared<detail::Allreduce>(comm, in, out, count, options);
-  return detail::start_request(comm, std::move(op));
+  return detail::start_routed(comm, {Collective::kAllreduce, in, out, count}, options,
+                              make_allreduce(comm, in, out, count));
 }
 
 void allreduce(Comm& comm, const float* in, float* out, size_t count,
                const CollectiveOptions& options) {
-  iallreduce(comm, in, out, count, options).wait();
+  detail::run_routed(comm, {Collective::kAllreduce, in, out, count}, options,
+                     make_allreduce(comm, in, out, count));
 }
 
 }  // namespace octet

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "collectives/collective_op.h"
+#include "collectives/policy.h"
 
 namespace octet {
 namespace detail {
@@ -67,15 +68,24 @@ class Broadcast : public CollectiveOp {
 }  // namespace
 }  // namespace detail
 
+namespace {
+detail::MakeOperation make_broadcast(Comm& comm, float* buffer, size_t count, int root) {
+  return [&comm, buffer, count, root](const CollectiveOptions& o) {
+    return std::make_shared<detail::Broadcast>(comm, buffer, count, root, o);
+  };
+}
+}  // namespace
+
 Request ibroadcast(Comm& comm, float* buffer, size_t count, int root,
                    const CollectiveOptions& options) {
-  auto op = std::make_shared<detail::Broadcast>(comm, buffer, count, root, options);
-  return detail::start_request(comm, std::move(op));
+  return detail::start_routed(comm, {Collective::kBroadcast, buffer, buffer, count, root},
+                              options, make_broadcast(comm, buffer, count, root));
 }
 
 void broadcast(Comm& comm, float* buffer, size_t count, int root,
                const CollectiveOptions& options) {
-  ibroadcast(comm, buffer, count, root, options).wait();
+  detail::run_routed(comm, {Collective::kBroadcast, buffer, buffer, count, root}, options,
+                     make_broadcast(comm, buffer, count, root));
 }
 
 }  // namespace octet

@@ -23,6 +23,9 @@ CollectiveOptions convert(const octet_options* o) {
   if (o->error_feedback_key) c.error_feedback_key = o->error_feedback_key;
   c.min_bytes = o->min_bytes;
   c.average = o->average != 0;
+  if (o->policy < OCTET_POLICY_AUTO || o->policy > OCTET_POLICY_NEVER)
+    throw Error(ErrorCode::kInvalidArgument, "unknown policy " + std::to_string(o->policy));
+  c.policy = static_cast<Policy>(o->policy);
   return c;
 }
 
@@ -92,6 +95,7 @@ void octet_options_init(octet_options* options) {
   options->error_feedback_key = nullptr;
   options->min_bytes = 0;
   options->average = 0;
+  options->policy = OCTET_POLICY_AUTO;
 }
 
 octet_status octet_parse_size(const char* text, uint64_t* bytes) {
@@ -238,6 +242,28 @@ octet_status octet_irecv(octet_comm comm, float* buffer, size_t count, int peer,
                          const octet_options* options, octet_request* request) {
   return octet::detail::start(request, [&] {
     return octet::irecv(comm_of(comm), buffer, count, peer, tag, convert(options));
+  });
+}
+
+octet_status octet_policy_decide(octet_comm comm, octet_collective op, size_t count,
+                                 const octet_options* options, int* compress) {
+  return guard([&] {
+    if (!compress) throw octet::Error(octet::ErrorCode::kInvalidArgument, "null argument");
+    if (op < OCTET_COLLECTIVE_ALLREDUCE || op > OCTET_COLLECTIVE_BROADCAST)
+      throw octet::Error(octet::ErrorCode::kInvalidArgument,
+                         "unknown collective " + std::to_string(op));
+    *compress = octet::decide_policy(comm_of(comm), static_cast<octet::Collective>(op), count,
+                                     convert(options))
+                    ? 1
+                    : 0;
+  });
+}
+
+octet_status octet_request_compressed(octet_request request, int* compressed) {
+  return guard([&] {
+    if (!request || !compressed)
+      throw octet::Error(octet::ErrorCode::kInvalidArgument, "null argument");
+    *compressed = request->request.compressed() ? 1 : 0;
   });
 }
 

@@ -79,17 +79,26 @@ void CommCore::complete(Operation& op) {
   }
 }
 
-Request start_request(Comm& comm, std::shared_ptr<Operation> op) {
+void CommCore::complete_all() {
+  while (!active_.empty()) {
+    const auto op = active_.front();  // errors stay with the operation's request
+    complete(*op);
+    progress();
+  }
+}
+
+Request start_request(Comm& comm, std::shared_ptr<Operation> op, bool compressed) {
   core(comm).start(op);
-  return Request(&comm, std::move(op));
+  return Request(&comm, std::move(op), compressed);
 }
 
 }  // namespace detail
 
-Request::Request(Comm* comm, std::shared_ptr<detail::Operation> op)
-    : comm_(comm), op_(std::move(op)) {}
+Request::Request(Comm* comm, std::shared_ptr<detail::Operation> op, bool compressed)
+    : comm_(comm), op_(std::move(op)), compressed_(compressed) {}
 
-Request::Request(Request&& o) noexcept : comm_(o.comm_), op_(std::move(o.op_)) {}
+Request::Request(Request&& o) noexcept
+    : comm_(o.comm_), op_(std::move(o.op_)), compressed_(o.compressed_) {}
 
 Request& Request::operator=(Request&& o) noexcept {
   if (this != &o) {
@@ -101,6 +110,7 @@ Request& Request::operator=(Request&& o) noexcept {
     }
     comm_ = o.comm_;
     op_ = std::move(o.op_);
+    compressed_ = o.compressed_;
   }
   return *this;
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <tuple>
 
+#include "collectives/policy.h"
 #include "octet/collectives.h"
 
 namespace octet {
@@ -28,6 +29,8 @@ class CommCore {
   void start(const std::shared_ptr<Operation>& op);
   void progress();               // advances every pending operation, never blocks
   void complete(Operation& op);  // blocks until op is done (other operations progress)
+  void complete_all();  // blocks until every pending operation is done
+  PolicyState& policy() { return policy_; }
 
  private:
   Transport& transport_;
@@ -38,6 +41,7 @@ class CommCore {
   };
   std::map<std::tuple<int, int, bool>, Turn> turns_;  // (peer, tag, sending)
   std::list<std::shared_ptr<Operation>> active_;
+  PolicyState policy_;
 };
 
 }  // namespace detail

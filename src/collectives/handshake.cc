@@ -38,6 +38,8 @@ const char* op_name(OpKind op) {
       return "broadcast";
     case OpKind::kSendRecv:
       return "send/recv";
+    case OpKind::kAllreduceHierarchical:
+      return "allreduce (hierarchical)";
   }
   return "?";
 }

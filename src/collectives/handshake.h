@@ -18,7 +18,8 @@ enum class OpKind : uint8_t {
   kReduceScatter = 2,
   kAllgather = 3,
   kBroadcast = 4,
-  kSendRecv = 5
+  kSendRecv = 5,
+  kAllreduceHierarchical = 6  // the same operation; a different algorithm must not match it
 };
 const char* op_name(OpKind op);
 

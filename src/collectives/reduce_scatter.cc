@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "collectives/collective_op.h"
+#include "collectives/policy.h"
 #include "collectives/reduce_chunk.h"
 
 namespace octet {
@@ -83,15 +84,24 @@ class ReduceScatter : public CollectiveOp {
 }  // namespace
 }  // namespace detail
 
+namespace {
+detail::MakeOperation make_reduce_scatter(Comm& comm, const float* in, float* out, size_t count) {
+  return [&comm, in, out, count](const CollectiveOptions& o) {
+    return std::make_shared<detail::ReduceScatter>(comm, in, out, count, o);
+  };
+}
+}  // namespace
+
 Request ireduce_scatter(Comm& comm, const float* in, float* out, size_t count,
                         const CollectiveOptions& options) {
-  auto op = std::make_shared<detail::ReduceScatter>(comm, in, out, count, options);
-  return detail::start_request(comm, std::move(op));
+  return detail::start_routed(comm, {Collective::kReduceScatter, in, out, count}, options,
+                              make_reduce_scatter(comm, in, out, count));
 }
 
 void reduce_scatter(Comm& comm, const float* in, float* out, size_t count,
                     const CollectiveOptions& options) {
-  ireduce_scatter(comm, in, out, count, options).wait();
+  detail::run_routed(comm, {Collective::kReduceScatter, in, out, count}, options,
+                     make_reduce_scatter(comm, in, out, count));
 }
 
 }  // namespace octet

@@ -2,8 +2,11 @@
 // intercepts MPI_* must neither recurse into itself nor count Octet's own traffic.
 #include <climits>
 #include <string>
+#include <vector>
 
 #include "octet/transport_mpi.h"
+#include "transport/mpi_native.h"
+#include "transport/mpi_topology.h"
 
 namespace octet {
 namespace {
@@ -96,6 +99,8 @@ class MpiTransport : public Transport {
     int flag = 0;
     PMPI_Comm_get_attr(comm_, MPI_TAG_UB, &value, &flag);
     max_tag_ = flag ? *static_cast<int*>(value) : 32767;
+    native_ = make_mpi_native(comm_);
+    hosts_ = mpi_host_ids(comm_);
   }
   ~MpiTransport() override {
     if (!mpi_finalized()) PMPI_Comm_free(&comm_);
@@ -103,6 +108,7 @@ class MpiTransport : public Transport {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int max_tag() const override { return max_tag_; }
+  int host_of(int rank) const override { return hosts_[static_cast<size_t>(rank)]; }
 
   TransportRequestPtr isend(const void* data, size_t bytes, int peer, int tag,
                             std::shared_ptr<const void> keep_alive) override {
@@ -117,6 +123,7 @@ class MpiTransport : public Transport {
     if (rc != MPI_SUCCESS) throw_mpi(rc, "receive", peer);
     return std::make_unique<MpiRequest>(r, true, peer, nullptr);
   }
+  NativeCollectives* native_collectives() override { return native_.get(); }
   void poll() override {
     int flag = 0;  // any MPI call drives OpenMPI's progress engine; Iprobe is the cheapest
     PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE);
@@ -130,6 +137,8 @@ class MpiTransport : public Transport {
   }
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, max_tag_ = 32767;
+  std::unique_ptr<NativeCollectives> native_;
+  std::vector<int> hosts_;  // host_of, computed once (collective) at construction
 };
 
 }  // namespace

@@ -103,11 +103,13 @@ class ThreadRecv : public TransportRequest {
 
 class ThreadTransport : public Transport {
  public:
-  ThreadTransport(std::shared_ptr<Hub> hub, int rank, int size)
-      : hub_(std::move(hub)), rank_(rank), size_(size) {}
+  ThreadTransport(std::shared_ptr<Hub> hub, int rank, int size,
+                  std::shared_ptr<const std::vector<int>> hosts)
+      : hub_(std::move(hub)), rank_(rank), size_(size), hosts_(std::move(hosts)) {}
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int max_tag() const override { return 0x7fffffff; }
+  int host_of(int rank) const override { return hosts_ ? (*hosts_)[rank] : rank; }
 
   TransportRequestPtr isend(const void* data, size_t bytes, int peer, int tag,
                             std::shared_ptr<const void>) override {
@@ -143,16 +145,37 @@ class ThreadTransport : public Transport {
   }
   std::shared_ptr<Hub> hub_;
   int rank_, size_;
+  std::shared_ptr<const std::vector<int>> hosts_;  // emulated hosts; null: one per rank
 };
+
+std::vector<std::shared_ptr<Transport>> make_group(int size,
+                                                   std::shared_ptr<const std::vector<int>> hosts) {
+  if (size < 1) throw Error(ErrorCode::kInvalidArgument, "a group needs at least one rank");
+  auto hub = std::make_shared<Hub>();
+  std::vector<std::shared_ptr<Transport>> out;
+  for (int r = 0; r < size; ++r)
+    out.push_back(std::make_shared<ThreadTransport>(hub, r, size, hosts));
+  return out;
+}
 
 }  // namespace
 
 std::vector<std::shared_ptr<Transport>> make_thread_transports(int size) {
-  if (size < 1) throw Error(ErrorCode::kInvalidArgument, "a group needs at least one rank");
-  auto hub = std::make_shared<Hub>();
-  std::vector<std::shared_ptr<Transport>> out;
-  for (int r = 0; r < size; ++r) out.push_back(std::make_shared<ThreadTransport>(hub, r, size));
-  return out;
+  return make_group(size, nullptr);
+}
+
+std::vector<std::shared_ptr<Transport>> make_thread_transports(
+    const std::vector<int>& host_of_rank) {
+  return make_group(static_cast<int>(host_of_rank.size()),
+                    std::make_shared<const std::vector<int>>(host_of_rank));
+}
+
+std::vector<std::shared_ptr<Transport>> make_thread_transports(int size, int ranks_per_host) {
+  if (ranks_per_host < 1)
+    throw Error(ErrorCode::kInvalidArgument, "ranks_per_host must be at least 1");
+  std::vector<int> hosts;
+  for (int r = 0; r < size; ++r) hosts.push_back(r / ranks_per_host);
+  return make_thread_transports(hosts);
 }
 
 }  // namespace octet

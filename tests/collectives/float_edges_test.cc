@@ -51,6 +51,7 @@ Inputs run_ranks(
 
 CollectiveOptions options(bool compressed, bool average = false) {
   CollectiveOptions o;
+  o.policy = Policy::kAlways;
   o.codec.block_size = 64;
   o.chunk_bytes = 4 * 256;
   o.min_bytes = compressed ? 0 : (size_t{1} << 40);

@@ -60,6 +60,7 @@ void expect_alignment_free(const char* what, const Body& body) {
 
 std::vector<CollectiveOptions> variants() {
   CollectiveOptions compressed, unsigned_type, exact;
+  compressed.policy = unsigned_type.policy = exact.policy = Policy::kAlways;
   compressed.codec.block_size = 64;
   compressed.chunk_bytes = 4 * 256;
   unsigned_type = compressed;

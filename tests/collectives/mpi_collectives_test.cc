@@ -60,6 +60,7 @@ TEST_F(Mpi, AllreduceWithinBoundAndBitIdentical) {
   for (size_t n : {size_t{0}, size_t{1}, size_t{2053}, size_t{300007}}) {
     for (bool small : {false, true}) {
       CollectiveOptions o;
+      o.policy = Policy::kAlways;
       if (small) {
         o.codec.block_size = 256;
         o.chunk_bytes = 4096;
@@ -76,19 +77,23 @@ TEST_F(Mpi, AllreduceWithinBoundAndBitIdentical) {
   }
 }
 
-TEST_F(Mpi, AllreduceAverageInPlaceUncompressedBelowMinBytes) {
+// A call left uncompressed (below min_bytes, or `never`) is MPI's own allreduce: the same bits as
+// MPI_Allreduce, divided by the rank count for `average`.
+TEST_F(Mpi, AllreduceAverageInPlaceUncompressedIsMpisOwn) {
   const int p = comm.size();
   const size_t n = 999;
   const auto inputs = all_inputs(n, 3);
-  std::vector<float> y = inputs[comm.rank()];
-  CollectiveOptions o;
-  o.average = true;
-  o.min_bytes = 1 << 20;
-  allreduce(comm, y.data(), y.data(), n, o);
-  for (size_t i = 0; i < n; ++i) {
-    float s = 0.0f;
-    for (int r = 0; r < p; ++r) s += inputs[r][i];
-    ASSERT_EQ(y[i], s / static_cast<float>(p)) << i;
+  std::vector<float> want = inputs[comm.rank()];
+  PMPI_Allreduce(MPI_IN_PLACE, want.data(), int(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  for (Policy policy : {Policy::kAlways, Policy::kNever, Policy::kAuto}) {
+    std::vector<float> y = inputs[comm.rank()];
+    CollectiveOptions o;
+    o.policy = policy;
+    o.average = true;
+    o.min_bytes = 1 << 20;
+    allreduce(comm, y.data(), y.data(), n, o);
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(y[i], want[i] / static_cast<float>(p)) << policy_name(policy) << " " << i;
   }
 }
 
@@ -117,6 +122,7 @@ TEST_F(Mpi, SendRecvRingNonBlocking) {
   const int p = comm.size(), me = comm.rank();
   const size_t n = 100000;
   CollectiveOptions o;
+  o.policy = Policy::kAlways;
   o.chunk_bytes = 64 * 1024;
   const std::vector<float> x = input(me, n, 5);
   std::vector<float> y(n);
@@ -132,15 +138,50 @@ TEST_F(Mpi, SendRecvRingNonBlocking) {
 TEST_F(Mpi, MismatchedCountsFailEverywhereAndTheCommStaysUsable) {
   const size_t n = comm.rank() == 1 ? 1000 : 1001;
   std::vector<float> x(1001, 1.0f);
+  CollectiveOptions o;
+  o.policy = Policy::kAlways;  // a declined call would be MPI's, with MPI's semantics
   try {
-    allreduce(comm, x.data(), x.data(), n);
+    allreduce(comm, x.data(), x.data(), n, o);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kMismatch) << e.what();
   }
   std::vector<float> y(10, 1.0f);
-  allreduce(comm, y.data(), y.data(), 10);
+  allreduce(comm, y.data(), y.data(), 10, o);
   EXPECT_NEAR(y[0], comm.size(), 0.05);
+}
+
+// `auto` under mpirun: every rank holds the same measured curves, so decides the same for every
+// size; its calls (compressed or MPI's own) end within the bound and bit-identical, blocking and
+// non-blocking, also after an agreement on observed times.
+TEST_F(Mpi, AutoDecidesTheSameOnEveryRank) {
+  const int p = comm.size();
+  std::vector<double> mine;
+  for (size_t n = 1; n <= (size_t{1} << 24); n *= 4) {
+    const PolicyEstimate e = estimate_policy(comm, Collective::kAllreduce, n, {});
+    mine.insert(mine.end(), {e.compress ? 1.0 : 0.0, e.plain_seconds, e.compressed_seconds});
+  }
+  std::vector<double> all(mine.size() * p);
+  PMPI_Allgather(mine.data(), int(mine.size()), MPI_DOUBLE, all.data(), int(mine.size()),
+                 MPI_DOUBLE, MPI_COMM_WORLD);
+  for (int r = 1; r < p; ++r)
+    for (size_t i = 0; i < mine.size(); ++i) ASSERT_EQ(all[r * mine.size() + i], all[i]) << i;
+  for (int call = 0; call < kPolicySyncCalls + 4; ++call) {
+    const size_t n = call % 3 == 0 ? 70001 : 33;
+    std::vector<float> x = input(comm.rank(), n, 9), y(n);
+    if (call % 2)
+      allreduce(comm, x.data(), y.data(), n);
+    else
+      iallreduce(comm, x.data(), y.data(), n).wait();
+    const auto want = verify::allreduce_reference(verify::source(verify::Inputs{9}), p, n,
+                                                  verify::quantization(CollectiveOptions{}, n));
+    ASSERT_EQ(wrong(y, want), 0u) << "call " << call;
+    const uint64_t h = verify::fingerprint(y.data(), n);
+    uint64_t lo = 0, hi = 0;
+    PMPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    PMPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    ASSERT_EQ(lo, hi) << "call " << call;
+  }
 }
 
 TEST_F(Mpi, CApi) {
@@ -155,6 +196,7 @@ TEST_F(Mpi, CApi) {
   std::vector<float> x = input(rank, n, 6), y(n), z(n);
   octet_options o;
   octet_options_init(&o);
+  o.policy = OCTET_POLICY_ALWAYS;
   EXPECT_EQ(octet_allreduce(c, x.data(), y.data(), n, &o), OCTET_OK);
   octet_request req = nullptr;
   ASSERT_EQ(octet_iallreduce(c, x.data(), z.data(), n, &o, &req), OCTET_OK);

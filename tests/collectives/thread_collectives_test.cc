@@ -63,6 +63,7 @@ void expect_all(const std::vector<std::exception_ptr>& errors, ErrorCode code) {
 
 CollectiveOptions small_chunks(uint32_t block = 64) {
   CollectiveOptions o;
+  o.policy = Policy::kAlways;
   o.codec.block_size = block;
   o.chunk_bytes = 4 * 256;  // several chunks per segment even for small counts
   o.window = 3;
@@ -112,6 +113,7 @@ TEST(Allreduce, AverageAndDefaultBlock) {
   const int p = 4;
   const size_t n = 3 * 2048 + 5;
   CollectiveOptions o;
+  o.policy = Policy::kAlways;
   o.average = true;
   std::vector<std::vector<float>> inputs, outputs(p);
   for (int r = 0; r < p; ++r) inputs.push_back(input(r, n, 9));
@@ -128,6 +130,7 @@ TEST(Allreduce, UncompressedBelowMinBytesIsExactRankOrderSum) {
   const int p = 3;
   const size_t n = 1001;
   CollectiveOptions o;
+  o.policy = Policy::kAlways;
   o.min_bytes = n * 4 + 1;
   std::vector<std::vector<float>> inputs, outputs(p);
   for (int r = 0; r < p; ++r) inputs.push_back(input(r, n, 3));
@@ -214,6 +217,7 @@ TEST(Allreduce, ErrorFeedbackShrinksTheMeanError) {
     std::vector<double> mean(n, 0.0);
     expect_ok(run_ranks(p, [&](Comm& c) {
       CollectiveOptions o;
+      o.policy = Policy::kAlways;
       o.codec.block_size = 1024;
       if (ef) o.error_feedback_key = "grad";
       std::vector<float> y(n);
@@ -240,6 +244,7 @@ TEST(Allreduce, MismatchedCountsFailOnEveryRank) {
   expect_all(run_ranks(3,
                        [](Comm& c) {
                          CollectiveOptions o;
+                         o.policy = Policy::kAlways;
                          if (c.rank() == 0) o.codec.type = DataType::kLinear;
                          std::vector<float> x(64, 1.0f);
                          allreduce(c, x.data(), x.data(), x.size(), o);
@@ -267,6 +272,7 @@ TEST(Allreduce, InvalidArgumentOnOneRankFailsEveryRankAndTheCommStaysUsable) {
   expect_ok(run_ranks(3, [](Comm& c) {
     std::vector<float> x(10, 1.0f);
     CollectiveOptions bad;
+    bad.policy = Policy::kAlways;
     bad.codec.block_size = c.rank() == 0 ? 100 : 0;  // not a power of two on rank 0
     EXPECT_THROW(allreduce(c, x.data(), x.data(), 10, bad), Error);
     allreduce(c, x.data(), x.data(), 10);
@@ -432,6 +438,7 @@ TEST(CApi, AllreduceNonBlockingAndErrors) {
       if (detail::wrap_comm(transports[r], &comm) != OCTET_OK) return;
       octet_options o;
       octet_options_init(&o);
+      o.policy = OCTET_POLICY_ALWAYS;
       o.block_size = 64;
       std::vector<float> x = input(r, n);
       out[r].resize(n);
@@ -494,7 +501,9 @@ TEST(Allreduce, EachRankSendsAtMostTwoPMinusOneOverPOfTheCompressedSize) {
       threads.emplace_back([&, r] {
         Comm comm(counting[r]);
         std::vector<float> x = input(r, n), y(n);
-        allreduce(comm, x.data(), y.data(), n);
+        CollectiveOptions o;
+        o.policy = Policy::kAlways;
+        allreduce(comm, x.data(), y.data(), n, o);
       });
     for (auto& t : threads) t.join();
     const double compressed = double(encoded_size(n, CodecOptions{}));

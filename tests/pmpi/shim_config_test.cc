@@ -49,6 +49,7 @@ TEST(ShimConfig, ReadsEveryVariable) {
                                      {"OCTET_ERROR_FEEDBACK", "on"},
                                      {"OCTET_SHADOW", "yes"},
                                      {"OCTET_PROGRESS", " Eager"},
+                                     {"OCTET_POLICY", "Never "},
                                      {"OCTET_REPORT", "/tmp/r.json"}});
   ASSERT_TRUE(c.valid) << c.error;
   EXPECT_EQ(c.type, OCTET_TYPE_LINEAR);
@@ -58,6 +59,9 @@ TEST(ShimConfig, ReadsEveryVariable) {
   EXPECT_STREQ(c.report, "/tmp/r.json");
   EXPECT_EQ(c.progress, OCTET_SHIM_PROGRESS_EAGER);
   EXPECT_EQ(parse({}).progress, OCTET_SHIM_PROGRESS_THREAD);
+  EXPECT_EQ(c.policy, OCTET_POLICY_NEVER);
+  EXPECT_EQ(parse({}).policy, OCTET_POLICY_AUTO);
+  EXPECT_EQ(parse({{"OCTET_POLICY", "always"}}).policy, OCTET_POLICY_ALWAYS);
   char ops[128];
   EXPECT_STREQ(octet_shim_ops_string(c.ops, ops, sizeof ops), "allgather,bcast");
   EXPECT_FALSE(octet_shim_config_wants(&c, OCTET_SHIM_OP_ALLREDUCE));
@@ -86,7 +90,8 @@ TEST(ShimConfig, BadValuesAreNamedAndInvalidateEverything) {
                                                     {{"OCTET_SHADOW", ""}},
                                                     {{"OCTET_STOCHASTIC", "maybe"}},
                                                     {{"OCTET_ERROR_FEEDBACK", "10"}},
-                                                    {{"OCTET_PROGRESS", "lazy"}}};
+                                                    {{"OCTET_PROGRESS", "lazy"}},
+                                                    {{"OCTET_POLICY", "sometimes"}}};
   for (const auto& env : bad) {
     const octet_shim_config c = parse(env);
     const std::string name = env.begin()->first;
@@ -112,6 +117,7 @@ TEST(ShimConfig, AgreedFieldsSeeWhatChangesDecisions) {
   EXPECT_NE(hash({{"OCTET_OPS", "all"}}), base);
   EXPECT_NE(hash({{"OCTET_SHADOW", "1"}}), base);
   EXPECT_NE(hash({{"OCTET_PROGRESS", "eager"}}), base);
+  EXPECT_NE(hash({{"OCTET_POLICY", "always"}}), base);
   EXPECT_NE(hash({{"OCTET_TYPE", "bogus"}}), base);
   // Only rank 0 writes the report, so the path may differ, but not whether there is one.
   EXPECT_EQ(hash({{"OCTET_REPORT", "/a"}}), hash({{"OCTET_REPORT", "/b"}}));

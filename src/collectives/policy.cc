@@ -1,0 +1,389 @@
+// The `auto` policy: measured cost curves, their corrections, and the routing of each call.
+#include "collectives/policy.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "collectives/comm_core.h"
+#include "collectives/operation.h"
+
+namespace octet {
+namespace detail {
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int bucket_of(double fp32_bytes) {
+  return std::clamp(static_cast<int>(std::log2(std::max(1.0, fp32_bytes))), 0,
+                    PolicyState::kBuckets - 1);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+// Every rank's values, then elementwise the median over the ranks that have one (> 0): computed
+// from the same inputs in the same order on every rank, so every rank holds the same numbers,
+// and one rank's hiccup does not move them.
+class AgreeMedian : public Operation {
+ public:
+  AgreeMedian(Comm& comm, std::vector<double>& values)
+      : comm_(comm), values_(values), in_(static_cast<size_t>(comm.size())) {
+    const int me = comm.rank(), p = comm.size(), tag = core(comm).collective_tag_base();
+    const size_t bytes = values.size() * sizeof(double);
+    mine_ = std::make_shared<std::vector<double>>(values);
+    for (int i = 1; i < p; ++i) {
+      const int peer = (me + i) % p;
+      in_[peer].resize(values.size());
+      pending_.push_back(comm.transport().irecv(in_[peer].data(), bytes, peer, tag));
+    }
+    for (int i = 1; i < p; ++i) {
+      const int peer = (me + p - i) % p;
+      pending_.push_back(comm.transport().isend(mine_->data(), bytes, peer, tag, mine_));
+    }
+  }
+
+ private:
+  bool advance() override {
+    if (!gate_open(pending_)) return false;
+    in_[comm_.rank()] = *mine_;
+    for (size_t i = 0; i < values_.size(); ++i) {
+      std::vector<double> seen;
+      for (const auto& rank : in_)
+        if (rank[i] > 0) seen.push_back(rank[i]);
+      values_[i] = median(seen);
+    }
+    return true;
+  }
+  void block() override {
+    for (auto& r : pending_)
+      if (r) {
+        r->wait();
+        r.reset();
+        return;
+      }
+  }
+  Comm& comm_;
+  std::vector<double>& values_;
+  std::shared_ptr<std::vector<double>> mine_;
+  std::vector<std::vector<double>> in_;
+  std::vector<TransportRequestPtr> pending_;
+};
+
+void agree(Comm& comm, std::vector<double>& values) {
+  auto op = std::make_shared<AgreeMedian>(comm, values);
+  core(comm).start(op);
+  core(comm).complete(*op);
+  if (op->error()) std::rethrow_exception(op->error());
+}
+
+// The public blocking call for `op`.
+void call(Comm& comm, Collective op, const float* in, float* out, size_t count,
+          const CollectiveOptions& o) {
+  switch (op) {
+    case Collective::kAllreduce:
+      return allreduce(comm, in, out, count, o);
+    case Collective::kReduceScatter:
+      return reduce_scatter(comm, in, out, count, o);
+    case Collective::kAllgather:
+      return allgather(comm, in, out, count, o);
+    case Collective::kBroadcast:
+      return broadcast(comm, out, count, 0, o);
+  }
+}
+
+// Median seconds per call on this rank (after one untimed call).
+double time_calls(Comm& comm, Collective op, size_t count, const CollectiveOptions& o) {
+  const size_t p = static_cast<size_t>(comm.size());
+  const size_t in_count = op == Collective::kReduceScatter ? count * p : count;
+  const size_t out_count = op == Collective::kAllgather ? count * p : in_count;
+  std::vector<float> in(in_count), out(out_count);
+  uint64_t state = 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(comm.rank() + 1);
+  for (float& x : in) {  // positive, so that every type (dynamic_unsigned too) takes them
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    x = static_cast<float>(state >> 40) * 0x1p-24f;
+  }
+  const int iters = count <= 16384 ? 9 : 3;
+  call(comm, op, in.data(), out.data(), count, o);
+  std::vector<double> t;
+  for (int i = 0; i < iters; ++i) {
+    const double t0 = now();
+    call(comm, op, in.data(), out.data(), count, o);
+    t.push_back(now() - t0);
+  }
+  return median(t);
+}
+
+// Both curves of `key`, measured together by every rank (medians over calls, then over ranks).
+PolicyState::Curves measure(Comm& comm, const PolicyKey& key, const CollectiveOptions& options) {
+  const Collective op = std::get<0>(key);
+  const size_t per_rank = op == Collective::kReduceScatter || op == Collective::kAllgather
+                              ? static_cast<size_t>(comm.size())
+                              : 1;
+  CollectiveOptions plain = options, compressed = options;
+  plain.policy = Policy::kNever;
+  compressed.policy = Policy::kAlways;
+  compressed.min_bytes = 0;
+  compressed.error_feedback_key.clear();  // measuring must not touch the residuals
+  std::vector<double> times;
+  std::vector<size_t> counts;
+  for (size_t total : {size_t{16}, size_t{1024}, size_t{16384}, size_t{262144}, size_t{2097152}}) {
+    const size_t count = std::max<size_t>(1, total / per_rank);
+    if (!counts.empty() && counts.back() == count) continue;
+    counts.push_back(count);
+    times.push_back(time_calls(comm, op, count, plain));
+    times.push_back(time_calls(comm, op, count, compressed));
+  }
+  agree(comm, times);
+  PolicyState::Curves c;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const double bytes = static_cast<double>(counts[i]) * sizeof(float);
+    c.plain.bytes.push_back(bytes);
+    c.plain.seconds.push_back(times[2 * i]);
+    c.compressed.bytes.push_back(bytes);
+    c.compressed.seconds.push_back(times[2 * i + 1]);
+  }
+  c.plain_factor.fill(1);
+  c.compressed_factor.fill(1);
+  return c;
+}
+
+// A native collective as an Operation, so that it completes alongside Octet's pending ones;
+// `then` runs once it has succeeded.
+class NativeOperation : public Operation {
+ public:
+  NativeOperation(TransportRequestPtr request, std::function<void()> then)
+      : request_(std::move(request)), then_(std::move(then)) {}
+
+ private:
+  bool advance() override {
+    if (!request_->test()) return false;
+    then_();
+    return true;
+  }
+  void block() override { request_->wait(); }
+  TransportRequestPtr request_;
+  std::function<void()> then_;
+};
+
+}  // namespace
+
+double CostCurve::at(double b) const {
+  if (bytes.empty()) return 0;
+  if (b <= bytes.front() || bytes.size() == 1) return seconds.front();
+  size_t i = 1;
+  while (i + 1 < bytes.size() && b > bytes[i]) ++i;
+  const double slope = (seconds[i] - seconds[i - 1]) / (bytes[i] - bytes[i - 1]);
+  return std::max(0.0, seconds[i - 1] + slope * (b - bytes[i - 1]));
+}
+
+PolicyEstimate PolicyState::estimate(Comm& comm, const PolicyKey& key, double fp32_bytes,
+                                     const CollectiveOptions& options) {
+  auto it = curves_.find(key);
+  if (it == curves_.end()) it = curves_.emplace(key, measure(comm, key, options)).first;
+  const Curves& c = it->second;
+  const int b = bucket_of(fp32_bytes);
+  PolicyEstimate e;
+  e.plain_seconds = c.plain.at(fp32_bytes) * c.plain_factor[b];
+  e.compressed_seconds = c.compressed.at(fp32_bytes) * c.compressed_factor[b];
+  e.compress = e.compressed_seconds < e.plain_seconds;
+  return e;
+}
+
+void PolicyState::count_call(Comm& comm) {
+  if (++calls_ % kPolicySyncCalls == 0) sync(comm);
+}
+
+void PolicyState::observe(const PolicyKey& key, double fp32_bytes, bool compressed,
+                          double seconds) {
+  auto it = curves_.find(key);
+  if (it == curves_.end()) return;
+  Curves& c = it->second;
+  const int b = bucket_of(fp32_bytes);
+  const double model = (compressed ? c.compressed : c.plain).at(fp32_bytes);
+  if (!(model > 0)) return;
+  (compressed ? c.compressed_seen : c.plain_seen)[b] += seconds / model;
+  (compressed ? c.compressed_calls : c.plain_calls)[b] += 1;
+}
+
+// Each rank's mean observed/curve ratio per bucket, agreed as the median over the ranks that saw
+// calls there, then folded into the corrections.
+void PolicyState::sync(Comm& comm) {
+  std::vector<double> v;
+  for (const auto& [key, c] : curves_)
+    for (int b = 0; b < kBuckets; ++b) {
+      v.push_back(c.plain_calls[b] ? c.plain_seen[b] / c.plain_calls[b] : 0);
+      v.push_back(c.compressed_calls[b] ? c.compressed_seen[b] / c.compressed_calls[b] : 0);
+    }
+  agree(comm, v);
+  size_t i = 0;
+  for (auto& [key, c] : curves_)
+    for (int b = 0; b < kBuckets; ++b, i += 2) {
+      if (v[i] > 0) c.plain_factor[b] = 0.5 * c.plain_factor[b] + 0.5 * v[i];
+      if (v[i + 1] > 0) c.compressed_factor[b] = 0.5 * c.compressed_factor[b] + 0.5 * v[i + 1];
+      c.plain_seen[b] = c.compressed_seen[b] = c.plain_calls[b] = c.compressed_calls[b] = 0;
+    }
+}
+
+double policy_bytes(const NativeCall& call, int) {
+  return static_cast<double>(call.count) * sizeof(float);
+}
+
+bool decide(Comm& comm, Collective op, size_t count, const CollectiveOptions& options,
+            PolicyKey* key) {
+  const double bytes = static_cast<double>(count) * sizeof(float);
+  switch (options.policy) {
+    case Policy::kAlways:  // invalid options are reported on every rank by the descriptor exchange
+      return bytes >= static_cast<double>(options.min_bytes);
+    case Policy::kNever:
+      return false;
+    case Policy::kAuto:
+      break;
+  }
+  if (bytes < static_cast<double>(options.min_bytes) || comm.size() == 1) return false;
+  // Options are checked here, on this rank only: the decision needs them before any exchange.
+  *key = PolicyKey(op, static_cast<int>(options.codec.type), options.codec.stochastic,
+                   validate_options(options.codec));
+  core(comm).policy().count_call(comm);
+  return core(comm).policy().estimate(comm, *key, bytes, options).compress;
+}
+
+Route::Route(Comm& comm, const NativeCall& call, const CollectiveOptions& options)
+    : comm_(comm), call_(call), options_(options) {
+  auto_ = options.policy == Policy::kAuto;
+  compressed_ = decide(comm, call.op, call.count, options, &key_);
+  if (compressed_) return;
+  NativeCollectives* n = comm.transport().native_collectives();
+  native_ = n && call.count <= n->max_count();
+  if (native_) validate_options(options.codec);  // the same errors whatever the route
+  // MPI would crash on it; the other ranks meet MPI's semantics for a rank that did not call.
+  if (native_ && call.count > 0 && !call.out)
+    throw Error(ErrorCode::kInvalidArgument, "null buffer with a non-zero count");
+  if (!native_) options_.min_bytes = std::numeric_limits<size_t>::max();
+}
+
+void Route::run_native() const {
+  NativeCollectives& n = *comm_.transport().native_collectives();
+  switch (call_.op) {
+    case Collective::kAllreduce:
+      n.allreduce(call_.in, call_.out, call_.count);
+      break;
+    case Collective::kReduceScatter:
+      n.reduce_scatter(call_.in, call_.out, call_.count);
+      break;
+    case Collective::kAllgather:
+      return n.allgather(call_.in, call_.out, call_.count);
+    case Collective::kBroadcast:
+      return n.broadcast(call_.out, call_.count, call_.root);
+  }
+  finish_native();
+}
+
+// `average` on the native sum: each element divided by the rank count, as the reference and the
+// bench's fp32 baseline do.
+void Route::finish_native() const {
+  if (!options_.average || call_.op == Collective::kAllgather || call_.op == Collective::kBroadcast)
+    return;
+  const float ranks = static_cast<float>(comm_.size());
+  for (size_t i = 0; i < call_.count; ++i) call_.out[i] /= ranks;
+}
+
+std::shared_ptr<Operation> Route::start_native() const {
+  NativeCollectives& n = *comm_.transport().native_collectives();
+  TransportRequestPtr r;
+  switch (call_.op) {
+    case Collective::kAllreduce:
+      r = n.iallreduce(call_.in, call_.out, call_.count);
+      break;
+    case Collective::kReduceScatter:
+      r = n.ireduce_scatter(call_.in, call_.out, call_.count);
+      break;
+    case Collective::kAllgather:
+      r = n.iallgather(call_.in, call_.out, call_.count);
+      break;
+    case Collective::kBroadcast:
+      r = n.ibroadcast(call_.out, call_.count, call_.root);
+      break;
+  }
+  return std::make_shared<NativeOperation>(std::move(r),
+                                           [route = *this] { route.finish_native(); });
+}
+
+void Route::observe(double seconds) const {
+  if (auto_ && std::get<3>(key_) != 0)
+    core(comm_).policy().observe(key_, policy_bytes(call_, comm_.size()), compressed_, seconds);
+}
+
+Request start_routed(Comm& comm, const NativeCall& call, const CollectiveOptions& options,
+                     const MakeOperation& make) {
+  const Route route(comm, call, options);
+  return start_request(comm, route.native() ? route.start_native() : make(route.options()),
+                       route.compressed());
+}
+
+void run_routed(Comm& comm, const NativeCall& call, const CollectiveOptions& options,
+                const MakeOperation& make) {
+  const Route route(comm, call, options);
+  const double t0 = now();
+  if (route.native()) {
+    // MPI's blocking call (its blocking algorithms, the plain call's bits) on every rank alike;
+    // the Comm's pending operations complete first, since nothing progresses them inside it.
+    core(comm).complete_all();
+    route.run_native();
+  } else {
+    start_request(comm, make(route.options())).wait();
+  }
+  route.observe(now() - t0);
+}
+
+}  // namespace detail
+
+const char* policy_name(Policy policy) {
+  switch (policy) {
+    case Policy::kAuto:
+      return "auto";
+    case Policy::kAlways:
+      return "always";
+    case Policy::kNever:
+      return "never";
+  }
+  return "?";
+}
+
+Policy parse_policy(std::string_view name) {
+  for (Policy p : {Policy::kAuto, Policy::kAlways, Policy::kNever})
+    if (name == policy_name(p)) return p;
+  throw Error(ErrorCode::kInvalidArgument,
+              "unknown policy '" + std::string(name) + "' (auto, always, never)");
+}
+
+bool decide_policy(Comm& comm, Collective op, size_t count, const CollectiveOptions& options) {
+  detail::PolicyKey key;
+  return detail::decide(comm, op, count, options, &key);
+}
+
+PolicyEstimate estimate_policy(Comm& comm, Collective op, size_t count,
+                               const CollectiveOptions& options) {
+  const uint32_t block = validate_options(options.codec);
+  const double bytes = static_cast<double>(count) * sizeof(float);
+  PolicyEstimate e;
+  if (options.policy == Policy::kNever || bytes < static_cast<double>(options.min_bytes)) return e;
+  if (options.policy == Policy::kAlways || comm.size() == 1) {
+    e.compress = options.policy == Policy::kAlways;
+    return e;
+  }
+  const detail::PolicyKey key(op, static_cast<int>(options.codec.type), options.codec.stochastic,
+                              block);
+  return detail::core(comm).policy().estimate(comm, key, bytes, options);
+}
+
+}  // namespace octet

@@ -1,0 +1,117 @@
+// MPI's fp32 collectives for the calls Octet leaves uncompressed. Blocking calls use MPI's
+// blocking entry points: OpenMPI tunes those separately from the non-blocking ones (libnbc), and
+// the plain call is the baseline a declined call must match.
+#include "transport/mpi_native.h"
+
+#include <climits>
+#include <string>
+
+namespace octet {
+namespace {
+
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {0};
+  int length = 0;
+  PMPI_Error_string(rc, text, &length);
+  throw Error(ErrorCode::kTransport, std::string(what) + ": " + text);
+}
+
+// A collective's request: MPI can neither cancel nor free one, so an abandoned request waits.
+class CollectiveRequest : public TransportRequest {
+ public:
+  CollectiveRequest(MPI_Request request, const char* what) : request_(request), what_(what) {}
+  ~CollectiveRequest() override {
+    int finalized = 0;
+    PMPI_Finalized(&finalized);
+    if (!done_ && !finalized) PMPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+  bool test() override {
+    if (done_) return true;
+    int flag = 0;
+    const int rc = PMPI_Test(&request_, &flag, MPI_STATUS_IGNORE);
+    done_ = flag || rc != MPI_SUCCESS;
+    check(rc, what_);
+    return done_;
+  }
+  void wait() override {
+    if (done_) return;
+    const int rc = PMPI_Wait(&request_, MPI_STATUS_IGNORE);
+    done_ = true;
+    check(rc, what_);
+  }
+  size_t bytes() const override { return 0; }
+
+ private:
+  MPI_Request request_;
+  const char* what_;
+  bool done_ = false;
+};
+
+class MpiNative : public NativeCollectives {
+ public:
+  explicit MpiNative(MPI_Comm comm) : comm_(comm) {}
+  size_t max_count() const override { return static_cast<size_t>(INT_MAX); }
+
+  void allreduce(const float* in, float* out, size_t n) override {
+    check(PMPI_Allreduce(source(in, out), out, count(n), MPI_FLOAT, MPI_SUM, comm_),
+          "MPI_Allreduce");
+  }
+  void reduce_scatter(const float* in, float* out, size_t n) override {
+    check(PMPI_Reduce_scatter_block(source(in, out), out, count(n), MPI_FLOAT, MPI_SUM, comm_),
+          "MPI_Reduce_scatter_block");
+  }
+  void allgather(const float* in, float* out, size_t n) override {
+    check(PMPI_Allgather(source(in, out), count(n), MPI_FLOAT, out, count(n), MPI_FLOAT, comm_),
+          "MPI_Allgather");
+  }
+  void broadcast(float* buffer, size_t n, int root) override {
+    check(PMPI_Bcast(buffer, count(n), MPI_FLOAT, root, comm_), "MPI_Bcast");
+  }
+
+  TransportRequestPtr iallreduce(const float* in, float* out, size_t n) override {
+    MPI_Request r;
+    check(PMPI_Iallreduce(source(in, out), out, count(n), MPI_FLOAT, MPI_SUM, comm_, &r),
+          "MPI_Iallreduce");
+    return std::make_unique<CollectiveRequest>(r, "MPI_Iallreduce");
+  }
+  TransportRequestPtr ireduce_scatter(const float* in, float* out, size_t n) override {
+    MPI_Request r;
+    check(PMPI_Ireduce_scatter_block(source(in, out), out, count(n), MPI_FLOAT, MPI_SUM, comm_, &r),
+          "MPI_Ireduce_scatter_block");
+    return std::make_unique<CollectiveRequest>(r, "MPI_Ireduce_scatter_block");
+  }
+  TransportRequestPtr iallgather(const float* in, float* out, size_t n) override {
+    MPI_Request r;
+    check(
+        PMPI_Iallgather(source(in, out), count(n), MPI_FLOAT, out, count(n), MPI_FLOAT, comm_, &r),
+        "MPI_Iallgather");
+    return std::make_unique<CollectiveRequest>(r, "MPI_Iallgather");
+  }
+  TransportRequestPtr ibroadcast(float* buffer, size_t n, int root) override {
+    MPI_Request r;
+    check(PMPI_Ibcast(buffer, count(n), MPI_FLOAT, root, comm_, &r), "MPI_Ibcast");
+    return std::make_unique<CollectiveRequest>(r, "MPI_Ibcast");
+  }
+
+ private:
+  static int count(size_t n) {
+    if (n > static_cast<size_t>(INT_MAX))
+      throw Error(ErrorCode::kInvalidArgument, "more elements than one MPI call takes");
+    return static_cast<int>(n);
+  }
+  // Octet's in-place conventions (in == out or null; allgather's input then already sits at
+  // out[rank * count]) to MPI_IN_PLACE.
+  static const void* source(const float* in, const float* out) {
+    return (in == nullptr || in == out) ? MPI_IN_PLACE : static_cast<const void*>(in);
+  }
+  MPI_Comm comm_;
+};
+
+}  // namespace
+
+std::unique_ptr<NativeCollectives> make_mpi_native(MPI_Comm comm) {
+  return std::make_unique<MpiNative>(comm);
+}
+
+}  // namespace octet

@@ -1,0 +1,193 @@
+// The MPI transport's topology (Transport::host_of) and the hierarchical allreduce over it, under
+// mpirun. All ranks of a CTest run share one machine, so the real topology is one host (where
+// allreduce stays flat); the OCTET_HOST_ID override then splits the ranks into two emulated hosts
+// (ranks [0, P/2) and [P/2, P)) so that the hierarchical path runs over real MPI.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "octet/collectives.h"
+#include "octet/transport_mpi.h"
+#include "verify/verify.h"
+
+namespace octet {
+namespace {
+
+using verify::input;
+using Algorithm = CollectiveOptions::AllreduceAlgorithm;
+
+int world_rank() {
+  int r;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int world_size() {
+  int s;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+bool identical_everywhere(const std::vector<float>& v) {
+  const uint64_t h = verify::fingerprint(v.data(), v.size());
+  std::vector<uint64_t> all(world_size());
+  MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
+  for (uint64_t x : all)
+    if (x != h) return false;
+  return true;
+}
+
+// Counts the bytes this rank sends to other hosts; forwards everything else.
+class CountingTransport : public Transport {
+ public:
+  explicit CountingTransport(std::shared_ptr<Transport> inner) : inner_(std::move(inner)) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  int max_tag() const override { return inner_->max_tag(); }
+  int host_of(int rank) const override { return inner_->host_of(rank); }
+  void poll() override { inner_->poll(); }
+  TransportRequestPtr isend(const void* data, size_t bytes, int peer, int tag,
+                            std::shared_ptr<const void> keep_alive) override {
+    if (host_of(peer) != host_of(rank())) between_hosts += bytes;
+    return inner_->isend(data, bytes, peer, tag, std::move(keep_alive));
+  }
+  TransportRequestPtr irecv(void* data, size_t capacity, int peer, int tag) override {
+    return inner_->irecv(data, capacity, peer, tag);
+  }
+  size_t between_hosts = 0;
+
+ private:
+  std::shared_ptr<Transport> inner_;
+};
+
+// A transport over MPI_COMM_WORLD with OCTET_HOST_ID set to `id` ("" unsets it) while it is made.
+std::shared_ptr<Transport> transport_with_host_id(const char* id) {
+  if (*id)
+    setenv("OCTET_HOST_ID", id, 1);
+  else
+    unsetenv("OCTET_HOST_ID");
+  auto t = make_mpi_transport(MPI_COMM_WORLD);
+  unsetenv("OCTET_HOST_ID");
+  return t;
+}
+
+const char* half() {
+  return world_rank() < world_size() / 2 ? "first-half" : "second-half";
+}
+
+TEST(MpiTopology, SharedMemoryHostsAgreeWithSplitType) {
+  auto t = transport_with_host_id("");
+  MPI_Comm shared;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
+  int local = 0;
+  MPI_Comm_size(shared, &local);
+  MPI_Comm_free(&shared);
+  int same = 0;
+  for (int r = 0; r < world_size(); ++r) same += t->host_of(r) == t->host_of(world_rank());
+  EXPECT_EQ(same, local);
+  std::vector<int> mine, all(static_cast<size_t>(world_size() * world_size()));
+  for (int r = 0; r < world_size(); ++r) mine.push_back(t->host_of(r));
+  MPI_Allgather(mine.data(), world_size(), MPI_INT, all.data(), world_size(), MPI_INT,
+                MPI_COMM_WORLD);
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i], mine[i % mine.size()]);
+}
+
+TEST(MpiTopology, HostIdOverride) {
+  auto t = transport_with_host_id(half());
+  const int p = world_size();
+  for (int r = 0; r < p; ++r) EXPECT_EQ(t->host_of(r), r < p / 2 ? 0 : p / 2) << r;
+}
+
+// Over two emulated hosts: within the flat bound, bit-identical, the same bytes as forcing the
+// hierarchical algorithm, and (with 2 ranks on each host) half the bytes between hosts.
+TEST(MpiHierarchical, AllreduceOverEmulatedHosts) {
+  const int p = world_size(), me = world_rank();
+  auto counting = std::make_shared<CountingTransport>(transport_with_host_id(half()));
+  Comm comm(counting);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{2053}, size_t{300007}}) {
+    std::vector<std::vector<float>> inputs;
+    for (int r = 0; r < p; ++r) inputs.push_back(input(r, n, n + 1));
+    CollectiveOptions o;
+    o.policy = Policy::kAlways;  // a declined call would be MPI's own
+    o.codec.block_size = 256;
+    o.chunk_bytes = 64 * 1024;
+    std::vector<float> y(n), forced = inputs[me], flat(n);
+    counting->between_hosts = 0;
+    allreduce(comm, inputs[me].data(), y.data(), n, o);
+    const size_t hierarchical_bytes = counting->between_hosts;
+    o.allreduce_algorithm = Algorithm::kHierarchical;
+    allreduce(comm, forced.data(), forced.data(), n, o);  // in place
+    o.allreduce_algorithm = Algorithm::kFlat;
+    counting->between_hosts = 0;
+    allreduce(comm, inputs[me].data(), flat.data(), n, o);
+    const auto want = verify::allreduce_reference(verify::source(inputs), p, n,
+                                                  {bound_fraction(DataType::kDynamic), 256});
+    EXPECT_EQ(verify::compare(y.data(), want).wrong, 0u) << "n=" << n;
+    EXPECT_TRUE(identical_everywhere(y)) << "n=" << n;
+    if (p > 2) {  // 2 ranks: one per host, so auto is flat
+      EXPECT_EQ(y, forced) << "n=" << n;
+    }
+    if (p == 4 && n > 100000) {
+      EXPECT_NEAR(static_cast<double>(hierarchical_bytes) / counting->between_hosts, 0.5, 0.02);
+    }
+  }
+}
+
+TEST(MpiHierarchical, AverageAndMismatch) {
+  const int p = world_size(), me = world_rank();
+  Comm comm(transport_with_host_id(half()));
+  const size_t n = 5001;
+  std::vector<std::vector<float>> inputs;
+  for (int r = 0; r < p; ++r) inputs.push_back(input(r, n, 7));
+  CollectiveOptions o;
+  o.policy = Policy::kAlways;
+  o.average = true;
+  std::vector<float> y = inputs[me];
+  allreduce(comm, y.data(), y.data(), n, o);
+  const auto want = verify::allreduce_reference(verify::source(inputs), p, n,
+                                                {bound_fraction(DataType::kDynamic), 2048}, true);
+  EXPECT_EQ(verify::compare(y.data(), want).wrong, 0u);
+  EXPECT_TRUE(identical_everywhere(y));
+
+  CollectiveOptions mixed = o;  // the last rank forces the flat algorithm
+  if (me == p - 1) mixed.allreduce_algorithm = Algorithm::kFlat;
+  try {
+    allreduce(comm, y.data(), y.data(), n, mixed);
+    if (p > 2) ADD_FAILURE() << "no error";  // with 1 rank per host, auto is flat too
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kMismatch) << e.what();
+  }
+  std::vector<float> z(10, 1.0f);
+  o.average = false;
+  allreduce(comm, z.data(), z.data(), z.size(), o);
+  EXPECT_EQ(z, std::vector<float>(10, static_cast<float>(p)));
+}
+
+class FailurePrinter : public ::testing::EmptyTestEventListener {
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (r.failed())
+      std::fprintf(stderr, "rank %d: %s:%d: %s\n", world_rank(), r.file_name() ? r.file_name() : "",
+                   r.line_number(), r.summary());
+  }
+};
+
+}  // namespace
+}  // namespace octet
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  ::testing::InitGoogleTest(&argc, argv);
+  if (octet::world_rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new octet::FailurePrinter);
+  }
+  int failed = RUN_ALL_TESTS() != 0 ? 1 : 0, any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return any;
+}

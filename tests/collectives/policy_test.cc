@@ -1,0 +1,238 @@
+// The `auto` policy over thread transports behind an emulated link: it compresses where the link
+// is slow enough for the codec to pay, declines where it is not, and every rank decides the same.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "octet/collectives.h"
+#include "octet/policy.h"
+#include "verify/verify.h"
+
+namespace octet {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One rank's end of a link carrying `bytes_per_second` with `latency` per message: a message
+// reaches the peer (the inner thread transport) once the sender's link has carried it. A
+// delivery thread hands messages over in order, so the transport's ordering rules still hold.
+class SlowLink : public Transport {
+ public:
+  SlowLink(std::shared_ptr<Transport> inner, double bytes_per_second, double latency)
+      : inner_(std::move(inner)), rate_(bytes_per_second), latency_(latency) {
+    thread_ = std::thread([this] { deliver(); });
+  }
+  ~SlowLink() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  int max_tag() const override { return inner_->max_tag(); }
+
+  TransportRequestPtr isend(const void* data, size_t bytes, int peer, int tag,
+                            std::shared_ptr<const void>) override {
+    auto sent = std::make_shared<Sent>();
+    Message m{{}, peer, tag, sent, {}};
+    m.bytes.assign(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const auto now = Clock::now();
+      busy_ = std::max(busy_, now) + seconds(double(bytes) / rate_);
+      m.due = busy_ + seconds(latency_);
+      queue_.push_back(std::move(m));
+    }
+    wake_.notify_all();
+    return std::make_unique<SentRequest>(sent);
+  }
+  TransportRequestPtr irecv(void* data, size_t capacity, int peer, int tag) override {
+    return inner_->irecv(data, capacity, peer, tag);
+  }
+
+ private:
+  struct Sent {
+    std::atomic<bool> done{false};
+  };
+  struct Message {
+    std::vector<char> bytes;
+    int peer, tag;
+    std::shared_ptr<Sent> sent;
+    Clock::time_point due;
+  };
+  class SentRequest : public TransportRequest {
+   public:
+    explicit SentRequest(std::shared_ptr<Sent> s) : sent_(std::move(s)) {}
+    bool test() override { return sent_->done; }
+    void wait() override {
+      while (!sent_->done) std::this_thread::yield();
+    }
+    size_t bytes() const override { return 0; }
+
+   private:
+    std::shared_ptr<Sent> sent_;
+  };
+  static Clock::duration seconds(double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  }
+  void deliver() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      const auto due = queue_.front().due;
+      if (wake_.wait_until(lock, due, [this] { return stop_; }) && queue_.empty()) return;
+      if (Clock::now() < due) continue;
+      Message m = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      auto copy = std::make_shared<std::vector<char>>(std::move(m.bytes));
+      inner_->isend(copy->data(), copy->size(), m.peer, m.tag, copy)->wait();
+      m.sent->done = true;
+      lock.lock();
+    }
+  }
+
+  std::shared_ptr<Transport> inner_;
+  double rate_, latency_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Message> queue_;
+  Clock::time_point busy_{};
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// Runs fn on `size` ranks as threads, each behind its own link (rate 0: the plain transport).
+void run_ranks(int size, double rate, const std::function<void(Comm&)>& fn) {
+  auto inner = make_thread_transports(size);
+  std::vector<std::exception_ptr> errors(size);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        std::shared_ptr<Transport> t = inner[r];
+        if (rate > 0) t = std::make_shared<SlowLink>(t, rate, 50e-6);
+        Comm comm(t);
+        fn(comm);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+const std::vector<size_t> kCounts = {1, 64, 1024, 16384, 262144, 1048576};
+
+// Every rank's estimates for kCounts, in order.
+std::vector<std::vector<PolicyEstimate>> estimates(int size, double rate) {
+  std::vector<std::vector<PolicyEstimate>> all(size);
+  run_ranks(size, rate, [&](Comm& comm) {
+    for (size_t n : kCounts)
+      all[comm.rank()].push_back(estimate_policy(comm, Collective::kAllreduce, n, {}));
+  });
+  return all;
+}
+
+TEST(Policy, NamesRoundTripAndUnknownNamesAreRefused) {
+  for (Policy p : {Policy::kAuto, Policy::kAlways, Policy::kNever})
+    EXPECT_EQ(parse_policy(policy_name(p)), p);
+  try {
+    parse_policy("sometimes");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("sometimes"), std::string::npos);
+  }
+}
+
+// Over the bare thread transport (no collectives of its own: the plain path is Octet's own
+// uncompressed one, which copies 4x the bytes through the mailboxes) the decision follows the two
+// measured curves, and every rank holds the same numbers.
+TEST(Policy, DecisionFollowsTheAgreedCurves) {
+  const auto all = estimates(3, 0);
+  for (size_t i = 0; i < kCounts.size(); ++i) {
+    EXPECT_EQ(all[0][i].compress, all[0][i].compressed_seconds < all[0][i].plain_seconds);
+    EXPECT_GT(all[0][i].plain_seconds, 0);
+    EXPECT_GT(all[0][i].compressed_seconds, 0);
+    for (size_t r = 1; r < all.size(); ++r) {
+      EXPECT_EQ(all[r][i].plain_seconds, all[0][i].plain_seconds) << kCounts[i];
+      EXPECT_EQ(all[r][i].compressed_seconds, all[0][i].compressed_seconds) << kCounts[i];
+    }
+  }
+}
+
+// Behind a 100 MB/s link a 4 MiB allreduce moves ~3.7x fewer bytes compressed, which pays (a
+// one-element call is a coin toss here: both of Octet's paths send as many messages). Every rank
+// holds the same numbers (agreed maxima), so takes the same decision.
+TEST(Policy, CompressesLargeCallsOnASlowLinkAndEveryRankAgrees) {
+  const auto all = estimates(3, 100e6);
+  for (size_t i = 0; i < kCounts.size(); ++i)
+    for (size_t r = 1; r < all.size(); ++r) {
+      EXPECT_EQ(all[r][i].compress, all[0][i].compress) << kCounts[i];
+      EXPECT_EQ(all[r][i].plain_seconds, all[0][i].plain_seconds) << kCounts[i];
+      EXPECT_EQ(all[r][i].compressed_seconds, all[0][i].compressed_seconds) << kCounts[i];
+    }
+  EXPECT_TRUE(all[0].back().compress)
+      << "1M elements: plain " << all[0].back().plain_seconds << " s, compressed "
+      << all[0].back().compressed_seconds << " s";
+}
+
+// `auto` calls give bit-identical results on every rank, within the bound where they compress
+// and exact where they do not, across agreements on observed times (every kPolicySyncCalls).
+TEST(Policy, AutoCallsStayIdenticalAcrossRanksThroughAgreements) {
+  const int p = 3;
+  const verify::Inputs inputs{11};
+  std::vector<std::vector<float>> results(p);
+  std::vector<std::vector<int>> decisions(p);
+  run_ranks(p, 100e6, [&](Comm& comm) {
+    for (int call = 0; call < kPolicySyncCalls + 8; ++call) {
+      const size_t n = call % 2 ? 50000 : 3;
+      std::vector<float> x = inputs.slice(comm.rank(), 0, n), y(n);
+      allreduce(comm, x.data(), y.data(), n);
+      decisions[comm.rank()].push_back(
+          estimate_policy(comm, Collective::kAllreduce, n, {}).compress);
+      const auto want = verify::allreduce_reference(verify::source(inputs), p, n,
+                                                    verify::quantization(CollectiveOptions{}, n));
+      EXPECT_EQ(verify::compare(y.data(), want).wrong, 0u) << "call " << call;
+      if (call == kPolicySyncCalls + 7) results[comm.rank()] = y;
+    }
+  });
+  for (int r = 1; r < p; ++r) {
+    EXPECT_EQ(decisions[r], decisions[0]);
+    EXPECT_EQ(0, std::memcmp(results[r].data(), results[0].data(), results[0].size() * 4));
+  }
+}
+
+// `never` over a transport without its own collectives is Octet's uncompressed path: exact.
+TEST(Policy, NeverIsExact) {
+  const int p = 3;
+  const size_t n = 5000;
+  const verify::Inputs inputs{12};
+  run_ranks(p, 0, [&](Comm& comm) {
+    std::vector<float> x = inputs.slice(comm.rank(), 0, n), y(n);
+    CollectiveOptions o;
+    o.policy = Policy::kNever;
+    allreduce(comm, x.data(), y.data(), n, o);
+    for (size_t i = 0; i < n; ++i) {
+      float sum = -0.0f;  // the owner's sum in rank order
+      for (int r = 0; r < p; ++r) sum += inputs.value(r, i);
+      ASSERT_EQ(y[i], sum) << i;
+    }
+  });
+}
+
+}  // namespace
+}  // namespace octet
