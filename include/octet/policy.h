@@ -6,8 +6,9 @@
 // the compressed call at a few sizes; the times (medians over calls and ranks) form two curves,
 // interpolated linearly between the sizes and extrapolated with the last segment's slope. A call
 // compresses when the compressed curve is below the plain one at its size. Blocking calls then
-// record their time, and every kPolicySyncCalls `auto` calls the ranks agree on what they observed
-// and correct the curves per size bucket. Every input of the decision is agreed (the same medians),
+// record their time, and after kPolicySyncCalls `auto` calls (then twice as many each time, up to
+// kPolicySyncMaxCalls) the ranks agree on what they observed and correct the curves per size
+// bucket. Every input of the decision is agreed (the same medians),
 // so every rank decides the same for the same call: no rank compresses a call that another passes
 // through.
 #pragma once
@@ -49,14 +50,16 @@ OCTET_API PolicyEstimate estimate_policy(Comm& comm, Collective op, size_t count
                                          const CollectiveOptions& options);
 
 // Decides a call as the collectives would and counts it as one of the Comm's `auto` calls
-// (collective like them: the measurement on first use, an agreement every kPolicySyncCalls). For
+// (collective like them: the measurement on first use, then the agreements on observed times). For
 // wrappers that run the plain call themselves, such as the PMPI shim: call it on every rank for
 // the same calls, in the same order as the collectives, and never also start the collective with
 // policy `auto` (that would count the call twice).
 OCTET_API bool decide_policy(Comm& comm, Collective op, size_t count,
                              const CollectiveOptions& options);
 
-// Blocking `auto` calls between two agreements on observed times.
+// `auto` calls before the first agreement on observed times; the interval doubles after each, up
+// to kPolicySyncMaxCalls, so that the agreement (one small all-to-all) costs little per call.
 constexpr int kPolicySyncCalls = 64;
+constexpr int kPolicySyncMaxCalls = 4096;
 
 }  // namespace octet

@@ -101,29 +101,44 @@ void call(Comm& comm, Collective op, const float* in, float* out, size_t count,
   }
 }
 
-// Median seconds per call on this rank (after one untimed call).
-double time_calls(Comm& comm, Collective op, size_t count, const CollectiveOptions& o) {
+std::vector<float> calibration_input(Comm& comm, Collective op, size_t count) {
   const size_t p = static_cast<size_t>(comm.size());
-  const size_t in_count = op == Collective::kReduceScatter ? count * p : count;
-  const size_t out_count = op == Collective::kAllgather ? count * p : in_count;
-  std::vector<float> in(in_count), out(out_count);
+  std::vector<float> in(op == Collective::kReduceScatter ? count * p : count);
   uint64_t state = 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(comm.rank() + 1);
   for (float& x : in) {  // positive, so that every type (dynamic_unsigned too) takes them
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     x = static_cast<float>(state >> 40) * 0x1p-24f;
   }
-  const int iters = count <= 16384 ? 9 : 3;
-  call(comm, op, in.data(), out.data(), count, o);
-  std::vector<double> t;
-  for (int i = 0; i < iters; ++i) {
-    const double t0 = now();
-    call(comm, op, in.data(), out.data(), count, o);
-    t.push_back(now() - t0);
-  }
-  return median(t);
+  return in;
 }
 
-// Both curves of `key`, measured together by every rank (medians over calls, then over ranks).
+// This rank's fastest plain and compressed call of `count`, timed alternately (after one untimed
+// call of each), so that a burst of load on a shared machine hits both paths alike; the minimum,
+// because load only ever adds time.
+std::pair<double, double> time_both(Comm& comm, Collective op, size_t count,
+                                    const CollectiveOptions& plain,
+                                    const CollectiveOptions& compressed) {
+  const std::vector<float> in = calibration_input(comm, op, count);
+  std::vector<float> out(op == Collective::kAllgather ? count * comm.size() : in.size());
+  const int iters = count <= 16384 ? 15 : 3;
+  double best[2] = {1e30, 1e30};
+  for (int i = -1; i < iters; ++i)
+    for (int path = 0; path < 2; ++path) {
+      const double t0 = now();
+      call(comm, op, in.data(), out.data(), count, path ? compressed : plain);
+      if (i >= 0) best[path] = std::min(best[path], now() - t0);
+    }
+  return {best[0], best[1]};
+}
+
+// A larger call never takes less time than a smaller one: a point above the next one is a
+// measurement that load inflated, and the next one bounds it.
+void make_monotone(std::vector<double>& seconds) {
+  for (size_t i = seconds.size(); i-- > 1;) seconds[i - 1] = std::min(seconds[i - 1], seconds[i]);
+}
+
+// Both curves of `key`, measured together by every rank (per rank the fastest call, then the
+// median over ranks).
 PolicyState::Curves measure(Comm& comm, const PolicyKey& key, const CollectiveOptions& options) {
   const Collective op = std::get<0>(key);
   const size_t per_rank = op == Collective::kReduceScatter || op == Collective::kAllgather
@@ -140,8 +155,9 @@ PolicyState::Curves measure(Comm& comm, const PolicyKey& key, const CollectiveOp
     const size_t count = std::max<size_t>(1, total / per_rank);
     if (!counts.empty() && counts.back() == count) continue;
     counts.push_back(count);
-    times.push_back(time_calls(comm, op, count, plain));
-    times.push_back(time_calls(comm, op, count, compressed));
+    const auto [p, c] = time_both(comm, op, count, plain, compressed);
+    times.push_back(p);
+    times.push_back(c);
   }
   agree(comm, times);
   PolicyState::Curves c;
@@ -152,6 +168,8 @@ PolicyState::Curves measure(Comm& comm, const PolicyKey& key, const CollectiveOp
     c.compressed.bytes.push_back(bytes);
     c.compressed.seconds.push_back(times[2 * i + 1]);
   }
+  make_monotone(c.plain.seconds);
+  make_monotone(c.compressed.seconds);
   c.plain_factor.fill(1);
   c.compressed_factor.fill(1);
   return c;
@@ -200,7 +218,10 @@ PolicyEstimate PolicyState::estimate(Comm& comm, const PolicyKey& key, double fp
 }
 
 void PolicyState::count_call(Comm& comm) {
-  if (++calls_ % kPolicySyncCalls == 0) sync(comm);
+  if (++calls_ < next_sync_) return;
+  interval_ = std::min<int64_t>(2 * interval_, kPolicySyncMaxCalls);
+  next_sync_ = calls_ + interval_;
+  sync(comm);
 }
 
 void PolicyState::observe(const PolicyKey& key, double fp32_bytes, bool compressed,
@@ -211,18 +232,22 @@ void PolicyState::observe(const PolicyKey& key, double fp32_bytes, bool compress
   const int b = bucket_of(fp32_bytes);
   const double model = (compressed ? c.compressed : c.plain).at(fp32_bytes);
   if (!(model > 0)) return;
-  (compressed ? c.compressed_seen : c.plain_seen)[b] += seconds / model;
-  (compressed ? c.compressed_calls : c.plain_calls)[b] += 1;
+  // The fastest call, as the calibration keeps the fastest: a ratio of 1 means "as measured",
+  // whatever the load, so the path taken is not penalised against the path not taken.
+  double& seen = (compressed ? c.compressed_seen : c.plain_seen)[b];
+  seen = seen > 0 ? std::min(seen, seconds / model) : seconds / model;
+  ++(compressed ? c.compressed_calls : c.plain_calls)[b];
 }
 
-// Each rank's mean observed/curve ratio per bucket, agreed as the median over the ranks that saw
-// calls there, then folded into the corrections.
+// Each rank's smallest observed/curve ratio per bucket, agreed as the median over the ranks that
+// saw calls there, then folded into the corrections.
 void PolicyState::sync(Comm& comm) {
   std::vector<double> v;
   for (const auto& [key, c] : curves_)
     for (int b = 0; b < kBuckets; ++b) {
-      v.push_back(c.plain_calls[b] ? c.plain_seen[b] / c.plain_calls[b] : 0);
-      v.push_back(c.compressed_calls[b] ? c.compressed_seen[b] / c.compressed_calls[b] : 0);
+      // One call is no evidence (the first after the calibration may pay for connections).
+      v.push_back(c.plain_calls[b] >= kMinObservations ? c.plain_seen[b] : 0);
+      v.push_back(c.compressed_calls[b] >= kMinObservations ? c.compressed_seen[b] : 0);
     }
   agree(comm, v);
   size_t i = 0;
@@ -230,7 +255,8 @@ void PolicyState::sync(Comm& comm) {
     for (int b = 0; b < kBuckets; ++b, i += 2) {
       if (v[i] > 0) c.plain_factor[b] = 0.5 * c.plain_factor[b] + 0.5 * v[i];
       if (v[i + 1] > 0) c.compressed_factor[b] = 0.5 * c.compressed_factor[b] + 0.5 * v[i + 1];
-      c.plain_seen[b] = c.compressed_seen[b] = c.plain_calls[b] = c.compressed_calls[b] = 0;
+      c.plain_seen[b] = c.compressed_seen[b] = 0;
+      c.plain_calls[b] = c.compressed_calls[b] = 0;
     }
 }
 

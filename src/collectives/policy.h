@@ -33,18 +33,20 @@ using PolicyKey = std::tuple<Collective, int /*type*/, bool /*stochastic*/, uint
 
 class PolicyState {
  public:
-  static constexpr int kBuckets = 64;  // log2 of the fp32 bytes
+  static constexpr int kBuckets = 64;         // log2 of the fp32 bytes
+  static constexpr int kMinObservations = 8;  // calls in a bucket before they count
   struct Curves {
     CostCurve plain, compressed;
     std::array<double, kBuckets> plain_factor, compressed_factor;  // observed / curve, agreed
-    std::array<double, kBuckets> plain_seen{}, compressed_seen{};  // sums since the last sync
-    std::array<double, kBuckets> plain_calls{}, compressed_calls{};
+    std::array<double, kBuckets> plain_seen{}, compressed_seen{};  // min ratio since the last sync
+    std::array<int, kBuckets> plain_calls{}, compressed_calls{};
   };
 
   // The estimate for a call (measuring first if this key is new; collective).
   PolicyEstimate estimate(Comm& comm, const PolicyKey& key, double fp32_bytes,
                           const CollectiveOptions& options);
-  // Counts an `auto` call and, every kPolicySyncCalls, agrees on what the ranks observed.
+  // Counts an `auto` call and, at the agreed intervals (octet/policy.h), agrees on what the ranks
+  // observed.
   void count_call(Comm& comm);
   // Records a blocking call's time.
   void observe(const PolicyKey& key, double fp32_bytes, bool compressed, double seconds);
@@ -52,7 +54,7 @@ class PolicyState {
  private:
   void sync(Comm& comm);
   std::map<PolicyKey, Curves> curves_;
-  int calls_ = 0;
+  int64_t calls_ = 0, next_sync_ = kPolicySyncCalls, interval_ = kPolicySyncCalls;
 };
 
 // One call as the transport's own collective would take it.
