@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "counting_transport.h"
+#include "mpi_test_main.h"
 #include "octet/collectives.h"
 #include "octet/octet_mpi.h"
 #include "octet/transport_mpi.h"
@@ -16,18 +18,10 @@
 namespace octet {
 namespace {
 
-using verify::input;
+using test::world_rank;
+using test::world_size;
 
-int world_rank() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using verify::input;
 
 // True when every rank's buffer hashes the same.
 bool identical_everywhere(const std::vector<float>& v) {
@@ -210,29 +204,9 @@ TEST_F(Mpi, CApi) {
   EXPECT_EQ(octet_comm_free(c), OCTET_OK);
 }
 
-// Other ranks print only their failures, with their rank.
-class FailurePrinter : public ::testing::EmptyTestEventListener {
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "rank %d: %s:%d: %s\n", world_rank(), r.file_name() ? r.file_name() : "",
-                   r.line_number(), r.summary());
-  }
-};
-
 }  // namespace
 }  // namespace octet
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  ::testing::InitGoogleTest(&argc, argv);
-  if (octet::world_rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new octet::FailurePrinter);
-  }
-  int failed = RUN_ALL_TESTS() != 0 ? 1 : 0, any = 0;
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return any;
+  return octet::test::run_mpi_tests(argc, argv);
 }

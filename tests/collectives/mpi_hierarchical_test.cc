@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "counting_transport.h"
+#include "mpi_test_main.h"
 #include "octet/collectives.h"
 #include "octet/transport_mpi.h"
 #include "verify/verify.h"
@@ -17,19 +19,12 @@
 namespace octet {
 namespace {
 
+using test::CountingTransport;
+using test::world_rank;
+using test::world_size;
+
 using verify::input;
 using Algorithm = CollectiveOptions::AllreduceAlgorithm;
-
-int world_rank() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
 
 bool identical_everywhere(const std::vector<float>& v) {
   const uint64_t h = verify::fingerprint(v.data(), v.size());
@@ -39,29 +34,6 @@ bool identical_everywhere(const std::vector<float>& v) {
     if (x != h) return false;
   return true;
 }
-
-// Counts the bytes this rank sends to other hosts; forwards everything else.
-class CountingTransport : public Transport {
- public:
-  explicit CountingTransport(std::shared_ptr<Transport> inner) : inner_(std::move(inner)) {}
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  int max_tag() const override { return inner_->max_tag(); }
-  int host_of(int rank) const override { return inner_->host_of(rank); }
-  void poll() override { inner_->poll(); }
-  TransportRequestPtr isend(const void* data, size_t bytes, int peer, int tag,
-                            std::shared_ptr<const void> keep_alive) override {
-    if (host_of(peer) != host_of(rank())) between_hosts += bytes;
-    return inner_->isend(data, bytes, peer, tag, std::move(keep_alive));
-  }
-  TransportRequestPtr irecv(void* data, size_t capacity, int peer, int tag) override {
-    return inner_->irecv(data, capacity, peer, tag);
-  }
-  size_t between_hosts = 0;
-
- private:
-  std::shared_ptr<Transport> inner_;
-};
 
 // A transport over MPI_COMM_WORLD with OCTET_HOST_ID set to `id` ("" unsets it) while it is made.
 std::shared_ptr<Transport> transport_with_host_id(const char* id) {
@@ -166,28 +138,9 @@ TEST(MpiHierarchical, AverageAndMismatch) {
   EXPECT_EQ(z, std::vector<float>(10, static_cast<float>(p)));
 }
 
-class FailurePrinter : public ::testing::EmptyTestEventListener {
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "rank %d: %s:%d: %s\n", world_rank(), r.file_name() ? r.file_name() : "",
-                   r.line_number(), r.summary());
-  }
-};
-
 }  // namespace
 }  // namespace octet
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  ::testing::InitGoogleTest(&argc, argv);
-  if (octet::world_rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new octet::FailurePrinter);
-  }
-  int failed = RUN_ALL_TESTS() != 0 ? 1 : 0, any = 0;
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return any;
+  return octet::test::run_mpi_tests(argc, argv);
 }

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "counting_transport.h"
+#include "mpi_test_main.h"
 #include "octet/collectives.h"
 #include "octet/transport_mpi.h"
 #include "verify/verify.h"
@@ -18,53 +20,16 @@
 namespace octet {
 namespace {
 
+using test::CountingTransport;
+using test::world_rank;
+using test::world_size;
+
 constexpr double kDescriptorBytes = 40;  // one per peer and call (docs/algorithms.md)
 constexpr double kHeaderBytes = 32;      // per payload, i.e. per data message
 
-int world_rank() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-// Forwards to the MPI transport and counts isend calls and their bytes. It forwards nothing else
-// on purpose: with the Transport defaults every rank is a host of its own (the flat algorithms,
-// whose volume is the one checked) and there is no native fp32 collective to hand calls to.
-class CountingTransport : public Transport {
- public:
-  explicit CountingTransport(std::shared_ptr<Transport> inner) : inner_(std::move(inner)) {}
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  int max_tag() const override { return inner_->max_tag(); }
-  TransportRequestPtr isend(const void* data, size_t bytes, int peer, int tag,
-                            std::shared_ptr<const void> keep_alive) override {
-    sends += 1;
-    bytes_sent += bytes;
-    return inner_->isend(data, bytes, peer, tag, std::move(keep_alive));
-  }
-  TransportRequestPtr irecv(void* data, size_t capacity, int peer, int tag) override {
-    return inner_->irecv(data, capacity, peer, tag);
-  }
-  void poll() override { inner_->poll(); }
-
-  uint64_t sends = 0, bytes_sent = 0;
-
- private:
-  std::shared_ptr<Transport> inner_;
-};
-
-// Compress every call, whatever the library's default policy (the `policy` option, where this
-// tree has it: its `auto` default would first measure, and could leave calls to MPI).
-template <typename O>
-auto compress_always(O& o, int) -> decltype(o.policy = decltype(o.policy)::kAlways, void()) {
-  o.policy = decltype(o.policy)::kAlways;
-}
-template <typename O>
-void compress_always(O&, long) {}
-
 CollectiveOptions options(uint32_t block, size_t chunk_bytes) {
   CollectiveOptions o;
-  compress_always(o, 0);
+  o.policy = Policy::kAlways;  // the default `auto` might leave calls to MPI
   o.codec.block_size = block;
   o.chunk_bytes = chunk_bytes;
   return o;
@@ -163,29 +128,9 @@ TEST_F(Scale, ReduceScatterAndAllgatherBytesPerRank) {
   EXPECT_LE(ag.first, (p - 1) * payload + headers(ag.second));
 }
 
-// Other ranks print only their failures, with their rank.
-class FailurePrinter : public ::testing::EmptyTestEventListener {
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "rank %d: %s:%d: %s\n", world_rank(), r.file_name() ? r.file_name() : "",
-                   r.line_number(), r.summary());
-  }
-};
-
 }  // namespace
 }  // namespace octet
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  ::testing::InitGoogleTest(&argc, argv);
-  if (octet::world_rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new octet::FailurePrinter);
-  }
-  int failed = RUN_ALL_TESTS() != 0 ? 1 : 0, any = 0;
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return any;
+  return octet::test::run_mpi_tests(argc, argv);
 }
