@@ -45,6 +45,39 @@ struct SegmentPlan {
 // Built once per table and cached (thread-safe; tables live as long as the process).
 const SegmentPlan& segment_plan(const detail::QuantTable& t);
 
+// The plan for stochastic rounding (quant_math.h's encode_stochastic): the continuous "position"
+// of |xn| = a among the levels, pos(a) = lower + (a - m[lower]) / (m[lower + 1] - m[lower]) (lower:
+// the largest level with m[lower] <= a), so that the code is ceil(pos(a) - u) for the uniform u,
+// which the reference compares in fp32 as a - m[lower] > u * (m[lower + 1] - m[lower]).
+//
+// Segments are the same runs of equally spaced levels as for round-to-nearest, but start at their
+// first level's magnitude (not at a threshold): segment s covers [m[first], m[next first]) (the
+// last one up to 1 inclusive), that is its run's intervals and then the interval up to the next
+// run, whose gap differs. With w = fma(a, rate[s], intercept[s]) (about pos(a) - margin inside the
+// run),
+//   pos' = fma(w - min(w, last[s]), stretch[s], min(w, last[s]))
+// also follows the last interval's slope, and v = pos' - u = pos(a) - u - margin. When the table
+// is built, every segment's model error (the largest difference of two piecewise-linear functions,
+// so checked at every breakpoint, in long double) plus bounds of the kernel's and the reference's
+// fp32 roundings must stay below `margin`: then a lane with ceil(v) - v >= 2 margin (pos(a) - u at
+// least `margin` from the integers) gets the reference's level ceil(v), and a group of vectors with
+// any other lane (2 * margin of the lanes: one in 8192 for the dynamic tree's 2^-14) goes through
+// the exact bucket lookup.
+struct StochasticPlan {
+  bool usable;
+  int32_t group_offset;            // as SegmentPlan
+  float margin;                    // in units of levels (a power of two)
+  uint8_t group_segment[kGroups];  // segment at the start of each group
+  int32_t next_below[16];          // abs_bits > next_below[s]: one segment further
+  float rate[16];
+  float intercept[16];  // includes -margin
+  float last[16];       // last level of the run, minus margin
+  float stretch[16];    // slope of the interval after the run / slope of the run
+};
+
+// Built once per table and cached like segment_plan().
+const StochasticPlan& stochastic_plan(const detail::QuantTable& t);
+
 // z of quant_math.h's |xn| = a in segment s, exactly as the SIMD code computes it (with a fused
 // multiply-add).
 inline float segment_z(const SegmentPlan& p, int s, float a) {

@@ -78,13 +78,31 @@ BlockStats StatsWithNonFinite(const float* x, size_t n) {
 }
 
 // Max and min of the finite elements and whether there is another one. The loop takes plain max and
-// min and sums v - v, which is 0 for finite v and NaN otherwise; only a block with a non-finite
-// element is read again, masking those out.
+// min and accumulates v - v, which is +0 for finite v and NaN otherwise (ORing its bits in the main
+// loop: a one-cycle dependency, where a sum's add latency bounded the loop); only a block with a
+// non-finite element is read again, masking those out.
 BlockStats Stats(const float* x, size_t n) {
   const DF df;
   const size_t N = hn::Lanes(df);
   auto vmax = hn::Zero(df), vmin = hn::Zero(df), check = hn::Zero(df);
   size_t i = 0;
+  // Two vectors a step into separate accumulators. Zeros of either sign compare equal, so the
+  // order of the max and min does not matter to make_block_scale.
+  if (n >= 2 * N) {
+    auto vmax1 = hn::Zero(df), vmin1 = hn::Zero(df), check1 = hn::Zero(df);
+    for (; i + 2 * N <= n; i += 2 * N) {
+      const auto v0 = LoadFloats(x + i), v1 = LoadFloats(x + i + N);
+      vmax = hn::Max(vmax, v0);
+      vmin = hn::Min(vmin, v0);
+      check = hn::Or(check, hn::Sub(v0, v0));
+      vmax1 = hn::Max(vmax1, v1);
+      vmin1 = hn::Min(vmin1, v1);
+      check1 = hn::Or(check1, hn::Sub(v1, v1));
+    }
+    vmax = hn::Max(vmax, vmax1);
+    vmin = hn::Min(vmin, vmin1);
+    check = hn::Or(check, check1);
+  }
   for (; i + N <= n; i += N) {
     const auto v = LoadFloats(x + i);
     vmax = hn::Max(vmax, v);
@@ -200,9 +218,8 @@ struct SegmentLevels {
 
   // The group table in every 16-byte block (byte shuffles index within blocks).
   static hn::Vec<D8> GroupSegmentBytes(const SegmentPlan& p) {
-    alignas(64) uint8_t bytes[hn::MaxLanes(D8())] = {};
-    for (size_t i = 0; i < hn::Lanes(D8()); ++i) bytes[i] = p.group_segment[i % kGroups];
-    return hn::Load(D8(), bytes);
+    static_assert(kGroups == 16, "one 16-byte block");
+    return hn::LoadDup128(D8(), p.group_segment);
   }
 
   HWY_INLINE hn::Vec<DI> Segment(hn::Vec<DI> abs_bits) const {
@@ -245,6 +262,79 @@ HWY_INLINE void ExactLevels(const Lookup& lookup, const SegmentLevels& seg,
   if (HWY_LIKELY(hn::AllFalse(DF(), ambiguous))) return;
   for (int k = 0; k < kVectors; ++k) level[k] = lookup.NearestLevel(abs_bits[k]);
 }
+
+// segments.h's StochasticPlan: the level ceil(v), v = pos(|xn|) - margin - u, with u from the same
+// counter-based hash as quant_math.h. Lanes with ceil(v) - v < 2 margin (pos - u within the
+// margin of an integer) are flagged: the caller recomputes their group exactly. No gather: 5
+// permutes and a byte shuffle.
+struct StochasticLevels {
+  using D16 = hn::Repartition<uint16_t, DF>;
+
+  StochasticLevels(const StochasticPlan& p, uint32_t key)
+      : group_offset(hn::BitCast(D16(), hn::Set(DI(), p.group_offset))),
+        group_segment(GroupSegmentBytes(p)),
+        next_below(hn::LoadU(DI(), p.next_below)),
+        rate(hn::LoadU(DF(), p.rate)),
+        intercept(hn::LoadU(DF(), p.intercept)),
+        last(hn::LoadU(DF(), p.last)),
+        stretch(hn::LoadU(DF(), p.stretch)),
+        key(hn::Set(DU(), key)),
+        two_margin(hn::Set(DF(), 2 * p.margin)) {}
+
+  static hn::Vec<D8> GroupSegmentBytes(const StochasticPlan& p) {
+    return hn::LoadDup128(D8(), p.group_segment);
+  }
+
+  // The segment of abs_bits <= 1.0f's bits (as SegmentLevels::Segment).
+  HWY_INLINE hn::Vec<DI> Segment(hn::Vec<DI> abs_bits) const {
+    const DI di;
+    const auto group = hn::BitCast(
+        D8(),
+        hn::SaturatedSub(hn::BitCast(D16(), hn::ShiftRight<kGroupShift>(abs_bits)), group_offset));
+    const auto first = hn::BitCast(di, hn::TableLookupBytes(group_segment, group));
+    return hn::Sub(first, hn::VecFromMask(di, hn::Gt(abs_bits, Permute8(next_below, first))));
+  }
+
+  // u * 2^24 of the elements with the given low index bits (quant_math.h's uniform_from_key), as
+  // an exact float.
+  HWY_INLINE hn::Vec<DF> Random24(hn::Vec<DU> index_low) const {
+    auto r = hn::Xor(index_low, key);
+    r = hn::Xor(r, hn::ShiftRight<16>(r));
+    r = hn::Mul(r, hn::Set(DU(), 0x7feb352du));
+    r = hn::Xor(r, hn::ShiftRight<15>(r));
+    r = hn::Mul(r, hn::Set(DU(), 0x846ca68bu));
+    r = hn::Xor(r, hn::ShiftRight<16>(r));
+    return hn::ConvertTo(DF(), hn::BitCast(DI(), hn::ShiftRight<8>(r)));
+  }
+
+  // abs_bits: |xn| clamped to 1.0f's bits. Returns the level (not yet clamped for negative
+  // values: the code step does that); *dmin accumulates ceil(v) - v.
+  HWY_INLINE hn::Vec<DI> Level(hn::Vec<DI> abs_bits, hn::Vec<DU> index_low,
+                               hn::Vec<DF>* dmin) const {
+    const DF df;
+    const auto seg = Segment(abs_bits);
+    const auto w =
+        hn::MulAdd(hn::BitCast(df, abs_bits), Permute8(rate, seg), Permute8(intercept, seg));
+    const auto lo = hn::Min(w, Permute8(last, seg));
+    const auto pos = hn::MulAdd(hn::Sub(w, lo), Permute8(stretch, seg), lo);
+    const auto v = hn::NegMulAdd(Random24(index_low), hn::Set(df, 1.0f / 16777216.0f), pos);
+    const auto up = hn::Ceil(v);
+    *dmin = hn::Min(*dmin, hn::Sub(up, v));
+    return TruncateToInt(up);
+  }
+
+  // Whether every lane's v = pos - margin - u was at least the margin away from an integer.
+  HWY_INLINE bool Clear(hn::Vec<DF> dmin) const {
+    return hn::AllFalse(DF(), hn::Lt(dmin, two_margin));
+  }
+
+  hn::Vec<D16> group_offset;
+  hn::Vec<D8> group_segment;
+  hn::Vec<DI> next_below;
+  hn::Vec<DF> rate, intercept, last, stretch;
+  hn::Vec<DU> key;
+  hn::Vec<DF> two_margin;
+};
 
 #if HWY_TARGET == HWY_AVX2
 // quant_math.h's level_to_code on 32 levels at once, as bytes: packs levels and the signs of the
@@ -394,6 +484,64 @@ size_t StochasticVectors(const detail::QuantTable& t, const Lookup& lookup, Leve
   return i;
 }
 
+#if OCTET_SEGMENT_LEVELS
+// Stochastic rounding by StochasticLevels, kVectors vectors a step; a step with a lane near a
+// decision goes through StochasticVectors' exact bucket lookup instead. Returns the elements done.
+template <bool kPre>
+size_t StochasticSegments(const detail::QuantTable& t, const Lookup& lookup,
+                          const StochasticLevels& levels, const float* x, size_t n,
+                          const detail::BlockScale& s, uint32_t key, uint32_t first_low,
+                          uint8_t* codes) {
+#if HWY_TARGET == HWY_AVX2
+  constexpr int kVectors = 4;
+  const CodePacker packer(t);
+#else
+  constexpr int kVectors = 1;
+  const DC dc;
+#endif
+  const DF df;
+  const DI di;
+  const DU du;
+  const size_t N = hn::Lanes(di);
+  // Local copies: the code stores (bytes) could alias anything reached through a reference.
+  const StochasticLevels st = levels;
+  const auto one_bits = lookup.one_bits;
+  const auto abs_mask = hn::Set(di, static_cast<int32_t>(detail::kAbsMask));
+  const auto pre = hn::Set(df, s.pre), inv = hn::Set(df, s.inv);
+  const auto step = hn::Set(du, static_cast<uint32_t>(N));
+  auto index = hn::Iota(du, first_low);
+  auto exact_level = [&](hn::Vec<DI> abs_bits) { return lookup.NearestLevel(abs_bits); };
+  size_t i = 0;
+  for (; i + kVectors * N <= n; i += kVectors * N) {
+    hwy::Prefetch(x + n + i);
+    if (kVectors * N > 16) hwy::Prefetch(x + n + i + kVectors * N / 2);
+    hn::Vec<DI> u[kVectors], level[kVectors];
+    auto dmin = hn::Set(df, 1.0f);
+    for (int k = 0; k < kVectors; ++k) {
+      auto v = LoadFloats(x + i + k * N);
+      if (kPre) v = hn::Mul(v, pre);
+      u[k] = hn::BitCast(di, hn::Mul(v, inv));
+      const auto abs_bits = hn::Min(hn::And(u[k], abs_mask), one_bits);
+      level[k] = st.Level(abs_bits, index, &dmin);
+      index = hn::Add(index, step);
+    }
+    if (HWY_UNLIKELY(!st.Clear(dmin))) {
+      StochasticVectors(t, lookup, exact_level, x + i, kVectors * N, s, key,
+                        first_low + static_cast<uint32_t>(i), codes + i);
+      continue;
+    }
+#if HWY_TARGET == HWY_AVX2
+    packer.Store(level, u, codes + i);
+#else
+    hn::StoreU(
+        hn::DemoteTo(dc, lookup.ToCode(hn::Min(level[0], lookup.top), hn::Lt(u[0], hn::Zero(di)))),
+        dc, codes + i);
+#endif
+  }
+  return i;
+}
+#endif
+
 void EncodeStochastic(const detail::QuantTable& t, const float* x, size_t n,
                       const detail::BlockScale& s, uint64_t seed, uint64_t first_index,
                       uint8_t* codes) {
@@ -404,8 +552,12 @@ void EncodeStochastic(const detail::QuantTable& t, const float* x, size_t n,
     const uint32_t key = detail::stream_key(seed, static_cast<uint32_t>(first_index >> 32));
     const uint32_t low = static_cast<uint32_t>(first_index);
 #if OCTET_SEGMENT_LEVELS
-    const SegmentPlan& plan = segment_plan(t);
-    if (plan.usable) {
+    const StochasticPlan& splan = stochastic_plan(t);
+    if (splan.usable) {
+      const StochasticLevels st(splan, key);
+      i = s.pre == 1.0f ? StochasticSegments<false>(t, lookup, st, x, n, s, key, low, codes)
+                        : StochasticSegments<true>(t, lookup, st, x, n, s, key, low, codes);
+    } else if (const SegmentPlan& plan = segment_plan(t); plan.usable) {
       const SegmentLevels seg(plan, lookup.top);
       auto level_of = [&](hn::Vec<DI> abs_bits) {
         const hn::Vec<DI> in[1] = {abs_bits};

@@ -6,9 +6,13 @@
 // * On the best target this CPU runs, every float bit pattern from 2^-26 to 2 of both signs
 //   (about 4.5 * 10^8 patterns) goes through the round-to-nearest encoder of the dynamic tree,
 //   which has an arithmetic path: an exhaustive check of the range where its levels are.
+// * The same range through the stochastic encoder of the dynamic tree (one uniform per float).
 // * On every target: dense sweeps (+-64 ulps) around every threshold, magnitude and power of two,
 //   a strided sweep over all finite floats and the special values, for every type, for
-//   round-to-nearest and stochastic rounding; every code of every type decoded with edge scales.
+//   round-to-nearest and stochastic rounding (several seeds and first indices, and a
+//   non-trivial normalisation); for stochastic rounding also inputs placed at the decision itself
+//   (lo + u * (hi - lo) +- 4 ulps for each element's own uniform u, in every interval); every code
+//   of every type decoded with edge scales.
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
@@ -17,6 +21,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codec/block_kernels.h"
@@ -89,14 +94,42 @@ void expect_nearest_equal(const detail::QuantTable& t, const std::vector<float>&
 }
 
 void expect_stochastic_equal(const detail::QuantTable& t, const std::vector<float>& x,
-                             uint64_t seed, uint64_t first) {
+                             uint64_t seed, uint64_t first,
+                             const detail::BlockScale& s = kUnitScale) {
   std::vector<uint8_t> simd(x.size()), scalar(x.size());
-  codec::simd_kernels().encode_stochastic(t, x.data(), x.size(), kUnitScale, seed, first,
-                                          simd.data());
-  codec::scalar_kernels().encode_stochastic(t, x.data(), x.size(), kUnitScale, seed, first,
-                                            scalar.data());
+  codec::simd_kernels().encode_stochastic(t, x.data(), x.size(), s, seed, first, simd.data());
+  codec::scalar_kernels().encode_stochastic(t, x.data(), x.size(), s, seed, first, scalar.data());
   const size_t i = first_difference(simd.data(), scalar.data(), x.size());
-  ASSERT_EQ(i, x.size()) << "stochastic " << describe(x, i, simd.data(), scalar.data());
+  ASSERT_EQ(i, x.size()) << "stochastic, seed " << seed << " first index " << first << ", "
+                         << describe(x, i, simd.data(), scalar.data());
+}
+
+// Seeds and first indices for the stochastic sweeps: the stream key, the low index bits and the
+// lanes' alignment all vary (none of these crosses a multiple of 2^32, where the kernel hands the
+// whole call to the scalar reference).
+const std::pair<uint64_t, uint64_t> kStreams[] = {{12345, 0},
+                                                  {1, 3},
+                                                  {0x9876543210ull, (uint64_t{7} << 32) + 100003},
+                                                  {~uint64_t{0}, 0xfff00005u}};
+
+// Inputs at the stochastic decision itself: element i (stream index first + i) is
+// lo + u_i * (hi - lo) for its own uniform u_i and an interval [lo, hi] of adjacent magnitudes,
+// moved by -4..4 ulps, both signs, every interval in turn. These are the lanes the SIMD kernel
+// must recognise as too close to call (they go to the exact lookup) or decide exactly as the
+// reference's fp32 comparison does.
+std::vector<float> stochastic_boundary_inputs(const detail::QuantTable& t, uint64_t seed,
+                                              uint64_t first, size_t rounds) {
+  std::vector<float> x(18 * size_t{t.top} * rounds);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const uint32_t k = static_cast<uint32_t>(i / 18) % t.top;
+    const int ulps = static_cast<int>(i % 9) - 4;
+    const double lo = t.magnitude[k], hi = t.magnitude[k + 1];
+    const double u = detail::uniform01(seed, first + i);
+    const uint32_t bits = float_bits(static_cast<float>(lo + u * (hi - lo)));
+    const uint32_t a = ulps < 0 && bits < 4u ? bits : bits + static_cast<uint32_t>(ulps);
+    x[i] = bits_float((i / 9) % 2 ? a | 0x80000000u : a);
+  }
+  return x;
 }
 
 void expect_decode_equal(const detail::QuantTable& t) {
@@ -146,6 +179,19 @@ TEST(SimdSweep, DynamicTreeHasAnArithmeticPlan) {
   std::printf("types with an arithmetic plan: %s\n", usable.c_str());
 }
 
+// The same for stochastic rounding (segments.h's StochasticPlan).
+TEST(SimdSweep, DynamicTreeHasAStochasticPlan) {
+  EXPECT_TRUE(codec::stochastic_plan(codec::quant_table(DataType::kDynamic)).usable);
+  std::string usable;
+  for (DataType type : all_data_types()) {
+    const codec::StochasticPlan& p = codec::stochastic_plan(codec::quant_table(type));
+    if (p.usable)
+      usable += std::string(data_type_name(type)) + " (margin 2^" +
+                std::to_string(int(std::log2(p.margin))) + ") ";
+  }
+  std::printf("types with a stochastic plan: %s\n", usable.c_str());
+}
+
 TEST(SimdSweep, NearestEqualsScalarAroundEveryDecisionPoint) {
   on_every_target([] {
     for (const detail::QuantTable* t : all_tables()) {
@@ -162,9 +208,26 @@ TEST(SimdSweep, StochasticEqualsScalarAroundEveryDecisionPoint) {
   on_every_target([] {
     for (const detail::QuantTable* t : all_tables()) {
       const std::vector<float> x = sweep_inputs(*t);
-      expect_stochastic_equal(*t, x, 12345, 0);
+      for (const auto& stream : kStreams)
+        expect_stochastic_equal(*t, x, stream.first, stream.second);
+      // The same inputs through a non-trivial normalisation (pre = 2^32, a negative scale).
+      expect_stochastic_equal(*t, x, 777, 64, detail::make_block_scale(0.0f, -3e-39f, 0));
+      // A call that crosses a multiple of 2^32 (the scalar reference does all of it).
       expect_stochastic_equal(*t, x, 0x9876543210ull, (uint64_t{7} << 32) - 5000);
       if (::testing::Test::HasFatalFailure()) return;
+    }
+  });
+}
+
+TEST(SimdSweep, StochasticEqualsScalarAtTheDecision) {
+  on_every_target([] {
+    for (const detail::QuantTable* t : all_tables()) {
+      for (const auto& stream : kStreams) {
+        const std::vector<float> x =
+            stochastic_boundary_inputs(*t, stream.first, stream.second, t->top > 16 ? 24 : 400);
+        expect_stochastic_equal(*t, x, stream.first, stream.second);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
     }
   });
 }
@@ -187,6 +250,24 @@ TEST(SimdSweep, NearestEqualsScalarForEveryFloatUpToTwo) {
         x[2 * i + 1] = bits_float((base + i) | 0x80000000u);
       }
       expect_nearest_equal(t, x, kUnitScale);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// Every float from 2^-26 to 2 (both signs) through stochastic rounding of the types with a
+// stochastic plan, on the dispatched (best) target, each chunk with its own stream.
+TEST(SimdSweep, StochasticEqualsScalarForEveryFloatUpToTwo) {
+  constexpr uint32_t kFirst = 101u << 23, kEnd = 128u << 23, kChunk = 1u << 20;
+  std::vector<float> x(2 * kChunk);
+  for (DataType type : {DataType::kDynamic}) {
+    const detail::QuantTable& t = codec::quant_table(type);
+    for (uint32_t base = kFirst; base < kEnd; base += kChunk) {
+      for (uint32_t i = 0; i < kChunk; ++i) {
+        x[2 * i] = bits_float(base + i);
+        x[2 * i + 1] = bits_float((base + i) | 0x80000000u);
+      }
+      expect_stochastic_equal(t, x, base, uint64_t{base} * 3);
       if (HasFatalFailure()) return;
     }
   }
