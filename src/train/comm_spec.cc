@@ -68,5 +68,19 @@ std::vector<CommSpec> parse_comm_list(const std::string& text) {
   return specs;
 }
 
+std::vector<std::string> parse_mode_list(const std::string& text) {
+  static const std::vector<std::string> known = {"dp", "mp", "hybrid"};
+  std::vector<std::string> modes;
+  for (const std::string& item : split(text, ',')) {
+    if (std::find(known.begin(), known.end(), item) == known.end())
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--mode: unknown mode '" + item + "' (expected a comma list of dp, mp, hybrid)");
+    if (std::find(modes.begin(), modes.end(), item) != modes.end())
+      throw Error(ErrorCode::kInvalidArgument, "--mode: '" + item + "' listed twice");
+    modes.push_back(item);
+  }
+  return modes;
+}
+
 }  // namespace train
 }  // namespace octet

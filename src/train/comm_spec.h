@@ -29,5 +29,8 @@ struct CommSpec {
 CommSpec parse_comm(const std::string& text);
 std::vector<CommSpec> parse_comm_list(const std::string& text);
 
+// `--mode`: a comma list of dp | mp | hybrid, each at most once; throws kInvalidArgument.
+std::vector<std::string> parse_mode_list(const std::string& text);
+
 }  // namespace train
 }  // namespace octet

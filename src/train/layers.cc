@@ -16,9 +16,10 @@ void dense_forward(const DenseView& layer, const float* x, int n, float* y) {
 }
 
 void dense_backward(const DenseView& layer, const float* x, const float* dy, int n, float* dw,
-                    float* db, float* dx) {
-  gemm(true, false, layer.in, layer.out, n, 1.0f, x, layer.in, dy, layer.out, 0.0f, dw, layer.out);
-  std::fill(db, db + layer.out, 0.0f);
+                    float* db, float* dx, bool accumulate) {
+  gemm(true, false, layer.in, layer.out, n, 1.0f, x, layer.in, dy, layer.out,
+       accumulate ? 1.0f : 0.0f, dw, layer.out);
+  if (!accumulate) std::fill(db, db + layer.out, 0.0f);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < layer.out; ++j) db[j] += dy[size_t(i) * layer.out + j];
   if (dx)

@@ -17,10 +17,10 @@ struct DenseView {
 
 // y[n x out] = x[n x in] * w + b.
 void dense_forward(const DenseView& layer, const float* x, int n, float* y);
-// From dy[n x out]: dw = x^T dy, db = column sums of dy (both overwritten), and, when dx is not
-// null, dx[n x in] = dy w^T.
+// From dy[n x out]: dw = x^T dy, db = column sums of dy (both overwritten, or added to when
+// `accumulate`: hybrid sums sub-batches), and, when dx is not null, dx[n x in] = dy w^T.
 void dense_backward(const DenseView& layer, const float* x, const float* dy, int n, float* dw,
-                    float* db, float* dx);
+                    float* db, float* dx, bool accumulate = false);
 
 // y = max(x, 0) in place over count values; backward: dy = 0 where the output is 0.
 void relu_forward(float* x, size_t count);

@@ -62,7 +62,7 @@ void Mlp::forward(const float* x, int n, bool train, uint64_t dropout_key, const
 }
 
 double Mlp::forward_backward(const float* x, const uint8_t* labels, int n, uint64_t dropout_key,
-                             const uint64_t* sample_keys, float loss_scale) {
+                             const uint64_t* sample_keys, float loss_scale, float* dx) {
   forward(x, n, true, dropout_key, sample_keys);
   const int classes = shape_.widths.back();
   delta_.resize(size_t(n) * classes);
@@ -72,8 +72,11 @@ double Mlp::forward_backward(const float* x, const uint8_t* labels, int n, uint6
     float* dw = grads_.data() + offsets_[l];
     delta_in_.resize(l > 0 ? size_t(n) * d.in : 0);
     dense_backward(d, acts_[l].data(), delta_.data(), n, dw, dw + size_t(d.in) * d.out,
-                   l > 0 ? delta_in_.data() : nullptr);
-    if (l == 0) break;
+                   l > 0 ? delta_in_.data() : dx);
+    if (l == 0) {
+      if (dx && shape_.dropout[0] > 0) dropout_backward(masks_[0].data(), dx, size_t(n) * d.in);
+      break;
+    }
     if (shape_.dropout[l] > 0)
       dropout_backward(masks_[l].data(), delta_in_.data(), delta_in_.size());
     // acts_[l] is relu output times the mask: zero exactly where the relu output was zero or
@@ -95,12 +98,15 @@ int Mlp::count_errors(const float* x, const uint8_t* labels, int n) {
   return errors;
 }
 
-void Mlp::rmsprop_step(const RmsProp& opt) {
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const float g = grads_[i];
-    mean_square_[i] = opt.rho * mean_square_[i] + (1.0f - opt.rho) * g * g;
-    params_[i] -= opt.lr * g / (std::sqrt(mean_square_[i]) + opt.eps);
+void rmsprop_update(const RmsProp& opt, float* p, const float* g, float* ms, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    ms[i] = opt.rho * ms[i] + (1.0f - opt.rho) * g[i] * g[i];
+    p[i] -= opt.lr * g[i] / (std::sqrt(ms[i]) + opt.eps);
   }
+}
+
+void Mlp::rmsprop_step(const RmsProp& opt) {
+  rmsprop_update(opt, params_.data(), grads_.data(), mean_square_.data(), params_.size());
 }
 
 }  // namespace train

@@ -23,6 +23,9 @@ struct RmsProp {
   float lr = 0.003f, rho = 0.9f, eps = 1e-6f;
 };
 
+// p -= lr * g / (sqrt(ms) + eps) after ms = rho * ms + (1 - rho) * g^2, over n parameters.
+void rmsprop_update(const RmsProp& opt, float* p, const float* g, float* ms, size_t n);
+
 class Mlp {
  public:
   // Weights uniform in +-sqrt(6 / fan_in) (He), biases 0, drawn from `seed`.
@@ -38,9 +41,10 @@ class Mlp {
   std::vector<float>& grads() { return grads_; }
 
   // Forward and backward over n samples with dropout keyed by (dropout_key, sample_keys[i]);
-  // grads() = loss_scale * d(sum of losses)/d(params). Returns the sum of the n losses.
+  // grads() = loss_scale * d(sum of losses)/d(params), and, when dx is not null, dx (n x
+  // widths[0]) = loss_scale * d(sum of losses)/dx. Returns the sum of the n losses.
   double forward_backward(const float* x, const uint8_t* labels, int n, uint64_t dropout_key,
-                          const uint64_t* sample_keys, float loss_scale);
+                          const uint64_t* sample_keys, float loss_scale, float* dx = nullptr);
   // Mistakes over n samples, without dropout (evaluated in chunks of at most 512 samples).
   int count_errors(const float* x, const uint8_t* labels, int n);
   // params -= lr * grads / (sqrt(mean square) + eps), mean square kept per parameter.

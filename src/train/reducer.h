@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "octet/collectives.h"
+#include "train/approx_error.h"
 #include "train/comm_spec.h"
 
 namespace octet {
@@ -17,14 +19,25 @@ struct CommStats {
   double codec_seconds = 0;  // the rest of the allreduce (encode, decode, reduce)
 };
 
+// Reducer keys: fully connected layer l is key l, the convolutional stem's stage s kConvKey + s.
+constexpr int kConvKey = 100;
+
 class GradientReducer {
  public:
   virtual ~GradientReducer() = default;
   // Replaces grad[0, count) by its average over the ranks. `key` names the tensor (error
-  // feedback), `step` makes stochastic rounding draw fresh numbers each step.
-  virtual void average(float* grad, size_t count, int key, uint64_t step) = 0;
+  // feedback), `step` makes stochastic rounding draw fresh numbers each step. `measure`: also
+  // compare the result with the exact fp32 average (an extra MPI_Allreduce, left out of the
+  // stats) and add the difference to errors() under "grad layer <l>" or "grad conv <s>".
+  virtual void average(float* grad, size_t count, int key, uint64_t step, bool measure) = 0;
   virtual CommStats stats() const = 0;
+  // This rank's sums (fp32 sends exact averages: empty).
+  virtual const ErrorTable& errors() const = 0;
 };
+
+// The options every 8-bit transfer of `octet train` starts from: the spec's type and stochastic
+// rounding, one codec thread (the ranks own the cores), policy always.
+CollectiveOptions collective_options(const CommSpec& spec);
 
 // Collective over MPI_COMM_WORLD (duplicates it for Octet's transport).
 std::unique_ptr<GradientReducer> make_reducer(const CommSpec& spec, uint64_t seed);

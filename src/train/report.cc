@@ -1,5 +1,6 @@
 #include "train/report.h"
 
+#include <array>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -42,10 +43,11 @@ double t95(size_t df) {
 std::string epoch_line(const RunResult& run) {
   const EpochResult& e = run.epochs.back();
   return format(
-      "%-12s seed %-3llu epoch %-3d loss %.4f  test error %6.2f%%  sent %10s  compute %.2f s  "
-      "comm %.2f s  codec %.2f s",
-      run.comm.c_str(), (unsigned long long)run.seed, e.epoch, e.train_loss, 100 * e.test_error,
-      mib(double(e.bytes_sent)).c_str(), e.compute_seconds, e.comm_seconds, e.codec_seconds);
+      "%-6s %-12s seed %-3llu epoch %-3d loss %.4f  test error %6.2f%%  sent %10s  compute %.2f "
+      "s  comm %.2f s  codec %.2f s",
+      run.mode.c_str(), run.comm.c_str(), (unsigned long long)run.seed, e.epoch, e.train_loss,
+      100 * e.test_error, mib(double(e.bytes_sent)).c_str(), e.compute_seconds, e.comm_seconds,
+      e.codec_seconds);
 }
 
 Interval mean_interval(const std::vector<double>& v) {
@@ -61,27 +63,30 @@ Interval mean_interval(const std::vector<double>& v) {
 }
 
 std::string summary_table(const std::vector<RunResult>& runs) {
-  std::vector<std::string> comms;
-  std::map<std::string, std::vector<const RunResult*>> by_comm;
-  std::map<uint64_t, const RunResult*> fp32_by_seed;
+  using Key = std::pair<std::string, std::string>;  // (mode, comm)
+  std::vector<Key> rows;
+  std::map<Key, std::vector<const RunResult*>> by_row;
+  std::map<std::pair<std::string, uint64_t>, const RunResult*> fp32_by_seed;
   for (const RunResult& r : runs) {
-    if (!by_comm.count(r.comm)) comms.push_back(r.comm);
-    by_comm[r.comm].push_back(&r);
-    if (r.comm == "fp32") fp32_by_seed[r.seed] = &r;
+    const Key key{r.mode, r.comm};
+    if (!by_row.count(key)) rows.push_back(key);
+    by_row[key].push_back(&r);
+    if (r.comm == "fp32") fp32_by_seed[{r.mode, r.seed}] = &r;
   }
-  std::string out = format("%-14s %-9s %-22s %12s %8s %10s\n", "comm", "best err",
+  std::string out = format("%-6s %-14s %-9s %-22s %12s %8s %10s\n", "mode", "comm", "best err",
                            "vs fp32 (pp, 95% CI)", "sent/rank", "saved", "step");
-  for (const std::string& comm : comms) {
+  for (const Key& key : rows) {
+    const std::vector<const RunResult*>& group = by_row[key];
     std::vector<double> best, diff;
     double sent = 0, reference = 0, step = 0;
-    for (const RunResult* r : by_comm[comm]) {
+    for (const RunResult* r : group) {
       best.push_back(100 * r->best_test_error);
-      auto f = fp32_by_seed.find(r->seed);
+      auto f = fp32_by_seed.find({r->mode, r->seed});
       if (f != fp32_by_seed.end())
         diff.push_back(100 * (r->best_test_error - f->second->best_test_error));
       sent += double(r->bytes_sent());
       reference += double(r->fp32_reference_bytes);
-      step += r->step_seconds() / double(by_comm[comm].size());
+      step += r->step_seconds() / double(group.size());
     }
     const Interval b = mean_interval(best), d = mean_interval(diff);
     std::string vs = "-";
@@ -89,11 +94,58 @@ std::string summary_table(const std::vector<RunResult>& runs) {
       vs =
           diff.size() > 1 ? format("%+.2f +- %.2f", d.mean, d.half_width) : format("%+.2f", d.mean);
     const double per_run = double(best.size());
-    out += format("%-14s %8.2f%% %-22s %12s %7.1f%% %7.1f ms\n", comm.c_str(), b.mean, vs.c_str(),
-                  mib(sent / per_run).c_str(), reference > 0 ? 100 * (1 - sent / reference) : 0.0,
-                  1000 * step);
+    out += format("%-6s %-14s %8.2f%% %-22s %12s %7.1f%% %7.1f ms\n", key.first.c_str(),
+                  key.second.c_str(), b.mean, vs.c_str(), mib(sent / per_run).c_str(),
+                  reference > 0 ? 100 * (1 - sent / reference) : 0.0, 1000 * step);
   }
   return out;
+}
+
+std::string error_table(const std::vector<RunResult>& runs) {
+  // Per (mode, comm, tensor), the sums over seeds: one row each, in the order first seen.
+  std::vector<std::array<std::string, 3>> rows;
+  std::map<std::array<std::string, 3>, ErrorSum> sums;
+  for (const RunResult& r : runs)
+    for (const auto& [tensor, e] : r.errors) {
+      const std::array<std::string, 3> key{r.mode, r.comm, tensor};
+      if (!sums.count(key)) rows.push_back(key);
+      sums[key].merge(e);
+    }
+  if (rows.empty()) return "";
+  std::string out = format("%-6s %-14s %-14s %14s %14s %14s\n", "mode", "comm", "sent",
+                           "mean abs err", "mean rel err", "values");
+  for (const auto& key : rows) {
+    const ErrorSum& e = sums[key];
+    out += format("%-6s %-14s %-14s %14.3e %14.4f %14llu\n", key[0].c_str(), key[1].c_str(),
+                  key[2].c_str(), e.mean_abs(), e.mean_rel(), (unsigned long long)e.count);
+  }
+  return out;
+}
+
+std::vector<Curve> learning_curves(const std::vector<RunResult>& runs) {
+  std::vector<Curve> curves;
+  std::vector<std::vector<int>> counts;  // seeds that reached each epoch
+  for (const RunResult& r : runs) {
+    const std::string label = r.mode + " " + r.comm;
+    size_t c = 0;
+    while (c < curves.size() && curves[c].label != label) ++c;
+    if (c == curves.size()) {
+      curves.push_back({label, {}, {}});
+      counts.emplace_back();
+    }
+    for (size_t e = 0; e < r.epochs.size(); ++e) {
+      if (curves[c].epochs.size() <= e) {
+        curves[c].epochs.push_back(double(e + 1));
+        curves[c].test_error_percent.push_back(0);
+        counts[c].push_back(0);
+      }
+      curves[c].test_error_percent[e] += 100 * r.epochs[e].test_error;
+      ++counts[c][e];
+    }
+  }
+  for (size_t c = 0; c < curves.size(); ++c)
+    for (size_t e = 0; e < counts[c].size(); ++e) curves[c].test_error_percent[e] /= counts[c][e];
+  return curves;
 }
 
 std::string to_json(const std::vector<RunResult>& runs, const std::string& command) {
@@ -110,6 +162,12 @@ std::string to_json(const std::vector<RunResult>& runs, const std::string& comma
                           {"fp32_reference_bytes", r.fp32_reference_bytes},
                           {"step_seconds", r.step_seconds()},
                           {"params_fnv1a", format("%016llx", (unsigned long long)r.params_hash)}};
+    run["approximation_error"] = nlohmann::json::array();
+    for (const auto& [tensor, e] : r.errors)
+      run["approximation_error"].push_back({{"sent", tensor},
+                                            {"mean_abs_error", e.mean_abs()},
+                                            {"mean_rel_error", e.mean_rel()},
+                                            {"values", e.count}});
     run["epochs"] = nlohmann::json::array();
     for (const EpochResult& e : r.epochs)
       run["epochs"].push_back({{"epoch", e.epoch},

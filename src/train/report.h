@@ -18,10 +18,23 @@ struct Interval {
 };
 Interval mean_interval(const std::vector<double>& values);
 
-// One row per comm, in the order first seen: best test error (mean over seeds), its difference
-// to fp32 in percentage points (paired by seed, with a 95% interval when there are several
-// seeds), bytes sent and saved (against what fp32 sends), step time.
+// One row per (mode, comm), in the order first seen: best test error (mean over seeds), its
+// difference to fp32 in percentage points (paired by seed, with a 95% interval when there are
+// several seeds), bytes sent and saved (against what fp32 sends), step time.
 std::string summary_table(const std::vector<RunResult>& runs);
+
+// Table 2-style rows, one per (mode, comm, tensor sent): mean absolute error and mean relative
+// error (over non-zero values) of what arrived against what was meant, over all seeds; "" when
+// no run measured any (fp32 only).
+std::string error_table(const std::vector<RunResult>& runs);
+
+// Test error (percent) per epoch, averaged over seeds, one curve per (mode, comm) in the order
+// first seen: what `--svg` draws.
+struct Curve {
+  std::string label;  // "<mode> <comm>"
+  std::vector<double> epochs, test_error_percent;
+};
+std::vector<Curve> learning_curves(const std::vector<RunResult>& runs);
 
 // {"command", "ranks", "runs": [{mode, comm, seed, epochs: [...], best_test_error, ...}]}.
 std::string to_json(const std::vector<RunResult>& runs, const std::string& command);

@@ -6,11 +6,10 @@
 #include <chrono>
 #include <numeric>
 
-#include "octet/detail/hash.h"
 #include "octet/error.h"
 #include "train/blas.h"
-#include "train/reducer.h"
 #include "train/rng.h"
+#include "train/strategy.h"
 
 namespace octet {
 namespace train {
@@ -18,21 +17,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Every kMeasureEvery-th step of an epoch also measures the approximation error of what it sends
+// where that costs an extra exact transfer (dp's gradients): a sample, not the whole run.
+constexpr size_t kMeasureEvery = 10;
+
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
-
-struct World {
-  int rank = 0, size = 1;
-  World() {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-  }
-  // [begin, end) of n items for this rank, in contiguous, nearly equal shards.
-  std::pair<size_t, size_t> shard(size_t n) const {
-    return {n * size_t(rank) / size_t(size), n * size_t(rank + 1) / size_t(size)};
-  }
-};
 
 std::vector<uint32_t> shuffled(size_t n, uint64_t seed, int epoch) {
   std::vector<uint32_t> order(n);
@@ -48,88 +39,66 @@ double sum_over_ranks(double local) {
   return total;
 }
 
-// Test error: each rank counts the mistakes on its shard of the test set.
-double test_error(Mlp& model, const Split& test, const World& world) {
-  const auto [begin, end] = world.shard(test.count);
-  const int mistakes = model.count_errors(test.images.data() + begin * kPixels,
-                                          test.labels.data() + begin, int(end - begin));
-  return sum_over_ranks(mistakes) / double(test.count);
+int world_size() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
 }
 
-// Scratch of one rank's shard of a minibatch.
-struct Shard {
-  std::vector<float> x;
-  std::vector<uint8_t> y;
-  std::vector<uint64_t> keys;
-  void gather(const Split& s, const uint32_t* ids, size_t n) {
-    x.resize(n * kPixels);
-    y.resize(n);
-    keys.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      std::copy_n(s.images.data() + size_t(ids[i]) * kPixels, kPixels, x.data() + i * kPixels);
-      y[i] = s.labels[ids[i]];
-      keys[i] = ids[i];
-    }
+// One epoch: the shuffled training set in steps of config.batch, then the test error. Compute
+// time is the step's wall time less what the strategy spent in communication and codec.
+EpochResult run_epoch(const Dataset& data, const TrainConfig& config, Strategy& strategy,
+                      uint64_t seed, int epoch) {
+  const auto start = Clock::now();
+  const CommStats before = strategy.stats();
+  const std::vector<uint32_t> order = shuffled(data.train.count, seed, epoch);
+  const size_t steps = data.train.count / size_t(config.batch);
+  double loss = 0;
+  for (size_t s = 0; s < steps; ++s) {
+    StepInput in;
+    in.ids = order.data() + s * config.batch;
+    in.batch = config.batch;
+    in.dropout_key = stream_key({seed, 0xd209, uint64_t(epoch)});
+    in.step = uint64_t(epoch) * 1000003u + s;
+    in.measure = s % kMeasureEvery == 0;
+    loss += strategy.step(data.train, in);
   }
-};
+  const double train_seconds = since(start);
+  const CommStats after = strategy.stats();
+  EpochResult r;
+  r.epoch = epoch + 1;
+  r.steps = int(steps);
+  r.train_loss = sum_over_ranks(loss) / double(steps * config.batch);
+  r.bytes_sent = after.bytes_sent - before.bytes_sent;
+  r.comm_seconds = after.comm_seconds - before.comm_seconds;
+  r.codec_seconds = after.codec_seconds - before.codec_seconds;
+  r.compute_seconds = std::max(0.0, train_seconds - r.comm_seconds - r.codec_seconds);
+  // Evaluation's own transfers (mp) are left out of the counters above.
+  r.test_error = strategy.test_mistakes(data.test) / double(data.test.count);
+  r.wall_seconds = since(start);
+  return r;
+}
 
-class EpochRunner {
- public:
-  EpochRunner(const Dataset& data, const TrainConfig& config, Mlp& model, GradientReducer& reducer,
-              uint64_t seed)
-      : data_(data), config_(config), model_(model), reducer_(reducer), seed_(seed) {}
-
-  EpochResult run(int epoch) {
-    const auto start = Clock::now();
-    const CommStats before = reducer_.stats();
-    const std::vector<uint32_t> order = shuffled(data_.train.count, seed_, epoch);
-    const size_t steps = data_.train.count / size_t(config_.batch);
-    EpochResult r;
-    double loss = 0;
-    for (size_t s = 0; s < steps; ++s) loss += step(order.data() + s * config_.batch, epoch, s, r);
-    const CommStats after = reducer_.stats();
-    r.epoch = epoch + 1;
-    r.steps = int(steps);
-    r.train_loss = sum_over_ranks(loss) / double(steps * config_.batch);
-    r.test_error = test_error(model_, data_.test, world_);
-    r.bytes_sent = after.bytes_sent - before.bytes_sent;
-    r.comm_seconds = after.comm_seconds - before.comm_seconds;
-    r.codec_seconds = after.codec_seconds - before.codec_seconds;
-    r.wall_seconds = since(start);
-    return r;
-  }
-
- private:
-  double step(const uint32_t* batch, int epoch, size_t s, EpochResult& r) {
-    auto t = Clock::now();
-    const auto [begin, end] = world_.shard(size_t(config_.batch));
-    shard_.gather(data_.train, batch + begin, end - begin);
-    // Each rank's gradient is scaled so that the average over ranks is the batch mean.
-    const float scale = float(world_.size) / float(config_.batch);
-    const double loss = model_.forward_backward(shard_.x.data(), shard_.y.data(), int(end - begin),
-                                                stream_key({seed_, 0xd209, uint64_t(epoch)}),
-                                                shard_.keys.data(), scale);
-    r.compute_seconds += since(t);
-    const uint64_t global_step = uint64_t(epoch) * 1000003u + s;
-    for (int l = 0; l < model_.layers(); ++l)
-      reducer_.average(model_.grads().data() + model_.layer_offset(l), model_.layer_size(l), l,
-                       global_step);
-    t = Clock::now();
-    model_.rmsprop_step(config_.optimizer);
-    r.compute_seconds += since(t);
-    return loss;
-  }
-
-  const Dataset& data_;
-  const TrainConfig& config_;
-  Mlp& model_;
-  GradientReducer& reducer_;
-  uint64_t seed_;
-  World world_;
-  Shard shard_;
-};
+std::unique_ptr<Strategy> make_strategy(const TrainConfig& config, const CommSpec& comm,
+                                        uint64_t seed) {
+  if (config.mode == "dp") return make_data_parallel(config, comm, seed);
+  if (config.mode == "mp") return make_model_parallel(config, comm, seed);
+  if (config.mode == "hybrid") return make_hybrid(config, comm, seed);
+  throw Error(ErrorCode::kInvalidArgument, "--mode: unknown mode '" + config.mode + "'");
+}
 
 }  // namespace
+
+void Rows::gather(const Split& s, const uint32_t* ids, size_t n) {
+  x.resize(n * kPixels);
+  y.resize(n);
+  keys.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::copy_n(s.images.data() + size_t(ids[i]) * kPixels, kPixels, x.data() + i * kPixels);
+    y[i] = s.labels[ids[i]];
+    keys[i] = ids[i];
+  }
+}
 
 double RunResult::step_seconds() const {
   double wall = 0;
@@ -148,38 +117,51 @@ uint64_t RunResult::bytes_sent() const {
 }
 
 void check_config(const Dataset& data, const TrainConfig& config, int ranks) {
+  const std::string batch = "--batch " + std::to_string(config.batch);
   if (config.batch < ranks)
-    throw Error(ErrorCode::kInvalidArgument, "--batch " + std::to_string(config.batch) +
-                                                 " is smaller than the " + std::to_string(ranks) +
+    throw Error(ErrorCode::kInvalidArgument, batch + " is smaller than the " +
+                                                 std::to_string(ranks) +
                                                  " ranks (each rank needs a sample)");
   if (data.train.count < size_t(config.batch))
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        batch + " is larger than the " + std::to_string(data.train.count) + " training samples");
+  if (config.model == "alexnet" && config.mode == "mp")
     throw Error(ErrorCode::kInvalidArgument,
-                "--batch " + std::to_string(config.batch) + " is larger than the " +
-                    std::to_string(data.train.count) + " training samples");
+                "--mode mp splits fully connected layers only; with --model alexnet use --mode "
+                "hybrid (convolutions data-parallel, fully connected layers model-parallel)");
+  if (config.mode == "hybrid" && config.batch % ranks != 0)
+    throw Error(ErrorCode::kInvalidArgument, "--mode hybrid needs equal shards: " + batch +
+                                                 " is not a multiple of the " +
+                                                 std::to_string(ranks) + " ranks");
+  const int narrowest =
+      *std::min_element(config.shape.widths.begin() + 1, config.shape.widths.end());
+  if (config.mode != "dp" && ranks > narrowest)
+    throw Error(ErrorCode::kInvalidArgument,
+                "--mode " + config.mode + " splits each layer's outputs over the ranks: at most " +
+                    std::to_string(narrowest) + " ranks, not " + std::to_string(ranks));
 }
 
-RunResult train_dp(const Dataset& data, const TrainConfig& config, const CommSpec& comm,
-                   uint64_t seed, const std::function<void(const RunResult&)>& on_epoch) {
-  const World world;
-  check_config(data, config, world.size);
+RunResult train_run(const Dataset& data, const TrainConfig& config, const CommSpec& comm,
+                    uint64_t seed, const std::function<void(const RunResult&)>& on_epoch) {
+  const int ranks = world_size();
+  check_config(data, config, ranks);
   blas_single_thread();
-  Mlp model(config.shape, seed);
-  std::unique_ptr<GradientReducer> reducer = make_reducer(comm, seed);
-  EpochRunner runner(data, config, model, *reducer, seed);
+  std::unique_ptr<Strategy> strategy = make_strategy(config, comm, seed);
   RunResult result;
+  result.mode = config.mode;
   result.comm = comm.name();
   result.seed = seed;
-  result.ranks = world.size;
+  result.ranks = ranks;
   for (int e = 0; e < config.epochs; ++e) {
-    result.epochs.push_back(runner.run(e));
+    result.epochs.push_back(run_epoch(data, config, *strategy, seed, e));
     result.fp32_reference_bytes +=
-        uint64_t(2.0 * (world.size - 1) / world.size * 4.0 * double(model.params().size()) *
-                 double(result.epochs.back().steps));
+        strategy->fp32_bytes_per_step(config.batch) * uint64_t(result.epochs.back().steps);
     result.best_test_error = std::min(result.best_test_error, result.epochs.back().test_error);
     on_epoch(result);
   }
-  result.params_hash =
-      detail::fnv1a64(model.params().data(), model.params().size() * sizeof(float));
+  result.errors = sum_over_ranks(strategy->errors());
+  result.params_hash = strategy->params_hash();
   return result;
 }
 

@@ -1,4 +1,5 @@
-// The --comm grammar: fp32 | <type>[+sr][+ef], type names from octet::parse_data_type.
+// The --comm grammar: fp32 | <type>[+sr][+ef], type names from octet::parse_data_type; and the
+// --mode list.
 #include <gtest/gtest.h>
 
 #include "octet/error.h"
@@ -24,6 +25,12 @@ TEST(CommSpec, RejectsBadItems) {
   for (const char* bad : {"", "fp16", "fp32+sr", "dynamic+", "dynamic+sr+sr", "dynamic+xx",
                           "dynamic_unsigned", "fp32,fp32", "dynamic,,linear"})
     EXPECT_THROW(parse_comm_list(bad), Error) << bad;
+}
+
+TEST(ModeList, ParsesAndRejects) {
+  EXPECT_EQ(parse_mode_list("hybrid,dp,mp"), (std::vector<std::string>{"hybrid", "dp", "mp"}));
+  for (const char* bad : {"", "dp,", "dp,dp", "pp", "DP"})
+    EXPECT_THROW(parse_mode_list(bad), Error) << bad;
 }
 
 }  // namespace

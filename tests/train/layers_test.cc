@@ -14,9 +14,11 @@
 
 #include <gtest/gtest.h>
 
+#include "train/conv.h"
 #include "train/layers.h"
 #include "train/mlp.h"
 #include "train/rng.h"
+#include "train/stem.h"
 
 namespace octet {
 namespace train {
@@ -127,6 +129,81 @@ TEST(GradientCheck, WholeMlp) {
   loss();
   const std::vector<float> grad = model.grads();
   expect_gradient(model.params(), grad, loss, 1e-3f, "mlp");
+}
+
+// The Mlp's gradient of its input (what the stem receives), through the input's dropout.
+TEST(GradientCheck, MlpInput) {
+  Mlp model({{6, 5, 4, 3}, {0.2f, 0.3f, 0.3f}}, 3);
+  const int n = 4;
+  std::vector<float> x = random_values(n * 6, 10, 0, 1), dx(x.size());
+  const std::vector<uint8_t> labels{0, 1, 2, 1};
+  const std::vector<uint64_t> keys{1, 2, 3, 4};
+  model.forward_backward(x.data(), labels.data(), n, 5, keys.data(), 1, dx.data());
+  auto loss = [&] { return model.forward_backward(x.data(), labels.data(), n, 5, keys.data(), 1); };
+  expect_gradient(x, dx, loss, 1e-3f, "mlp input");
+}
+
+TEST(GradientCheck, Conv) {
+  const ConvShape s{2, 5, 6, 3, 3, 1};
+  const int n = 2;
+  std::vector<float> w = random_values(s.weights(), 21), b = random_values(s.out_c, 22);
+  std::vector<float> x = random_values(n * s.in_size(), 23),
+                     c = random_values(n * s.out_size(), 24);
+  std::vector<float> y(c.size()), col;
+  auto loss = [&] {
+    conv_forward(s, w.data(), b.data(), x.data(), n, y.data(), col);
+    return probe(y, c);
+  };
+  std::vector<float> dw(w.size()), db(b.size()), dx(x.size());
+  conv_backward(s, w.data(), x.data(), c.data(), n, dw.data(), db.data(), dx.data(), col);
+  expect_gradient(w, dw, loss, 1e-2f, "conv dw");
+  expect_gradient(b, db, loss, 1e-2f, "conv db");
+  expect_gradient(x, dx, loss, 1e-2f, "conv dx");
+  // accumulate adds a second batch's gradient to the first.
+  std::vector<float> dw2 = dw, db2 = db;
+  conv_backward(s, w.data(), x.data(), c.data(), n, dw2.data(), db2.data(), nullptr, col, true);
+  for (size_t i = 0; i < dw.size(); ++i)
+    EXPECT_NEAR(dw2[i], 2 * dw[i], 1e-5 * (1 + std::fabs(dw[i])));
+  for (size_t i = 0; i < db.size(); ++i)
+    EXPECT_NEAR(db2[i], 2 * db[i], 1e-5 * (1 + std::fabs(db[i])));
+}
+
+TEST(GradientCheck, MaxPool) {
+  const int n = 2, c = 3, h = 4, w = 6;
+  // A shuffled staircase: every value 0.05 from the next, so h = 1e-2 keeps each window's winner.
+  std::vector<float> x(n * c * h * w);
+  Rng rng(25);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.05f * float(i);
+  for (size_t i = x.size(); i > 1; --i) std::swap(x[i - 1], x[rng.below(i)]);
+  std::vector<float> probe_c = random_values(x.size() / 4, 26), y(probe_c.size());
+  std::vector<uint32_t> argmax(y.size());
+  auto loss = [&] {
+    maxpool_forward(c, h, w, x.data(), n, y.data(), argmax.data());
+    return probe(y, probe_c);
+  };
+  loss();
+  std::vector<float> dx(x.size());
+  maxpool_backward(c, h, w, argmax.data(), probe_c.data(), n, dx.data());
+  expect_gradient(x, dx, loss, 1e-2f, "maxpool");
+}
+
+// A small stem end to end (two conv-ReLU-pool stages), every parameter.
+TEST(GradientCheck, WholeStem) {
+  StemShape shape;
+  shape.convs.push_back({1, 8, 8, 3, 3, 1});
+  shape.convs.push_back({3, 4, 4, 4, 3, 1});
+  ConvStem stem(shape, 4);
+  const int n = 2;
+  const std::vector<float> x = random_values(n * 64, 29, 0, 1);
+  const std::vector<float> c = random_values(size_t(n) * stem.features(), 28);
+  auto loss = [&] {
+    const float* f = stem.forward(x.data(), n);
+    return probe(std::vector<float>(f, f + c.size()), c);
+  };
+  loss();
+  stem.backward(c.data(), n);
+  const std::vector<float> grad = stem.grads();
+  expect_gradient(stem.params(), grad, loss, 1e-3f, "stem");
 }
 
 }  // namespace
