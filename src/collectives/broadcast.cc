@@ -78,8 +78,8 @@ detail::MakeOperation make_broadcast(Comm& comm, float* buffer, size_t count, in
 
 Request ibroadcast(Comm& comm, float* buffer, size_t count, int root,
                    const CollectiveOptions& options) {
-  return detail::start_routed(comm, {Collective::kBroadcast, buffer, buffer, count, root},
-                              options, make_broadcast(comm, buffer, count, root));
+  return detail::start_routed(comm, {Collective::kBroadcast, buffer, buffer, count, root}, options,
+                              make_broadcast(comm, buffer, count, root));
 }
 
 void broadcast(Comm& comm, float* buffer, size_t count, int root,

@@ -29,7 +29,7 @@ class CommCore {
   void start(const std::shared_ptr<Operation>& op);
   void progress();               // advances every pending operation, never blocks
   void complete(Operation& op);  // blocks until op is done (other operations progress)
-  void complete_all();  // blocks until every pending operation is done
+  void complete_all();           // blocks until every pending operation is done
   PolicyState& policy() { return policy_; }
 
  private:

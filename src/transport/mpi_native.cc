@@ -6,16 +6,10 @@
 #include <climits>
 #include <string>
 
+#include "transport/mpi_error.h"
+
 namespace octet {
 namespace {
-
-void check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING] = {0};
-  int length = 0;
-  PMPI_Error_string(rc, text, &length);
-  throw Error(ErrorCode::kTransport, std::string(what) + ": " + text);
-}
 
 // A collective's request: MPI can neither cancel nor free one, so an abandoned request waits.
 class CollectiveRequest : public TransportRequest {
@@ -31,14 +25,14 @@ class CollectiveRequest : public TransportRequest {
     int flag = 0;
     const int rc = PMPI_Test(&request_, &flag, MPI_STATUS_IGNORE);
     done_ = flag || rc != MPI_SUCCESS;
-    check(rc, what_);
+    check_mpi(rc, what_);
     return done_;
   }
   void wait() override {
     if (done_) return;
     const int rc = PMPI_Wait(&request_, MPI_STATUS_IGNORE);
     done_ = true;
-    check(rc, what_);
+    check_mpi(rc, what_);
   }
   size_t bytes() const override { return 0; }
 
@@ -54,43 +48,44 @@ class MpiNative : public NativeCollectives {
   size_t max_count() const override { return static_cast<size_t>(INT_MAX); }
 
   void allreduce(const float* in, float* out, size_t n) override {
-    check(PMPI_Allreduce(source(in, out), out, count(n), MPI_FLOAT, MPI_SUM, comm_),
-          "MPI_Allreduce");
+    check_mpi(PMPI_Allreduce(source(in, out), out, count(n), MPI_FLOAT, MPI_SUM, comm_),
+              "MPI_Allreduce");
   }
   void reduce_scatter(const float* in, float* out, size_t n) override {
-    check(PMPI_Reduce_scatter_block(source(in, out), out, count(n), MPI_FLOAT, MPI_SUM, comm_),
-          "MPI_Reduce_scatter_block");
+    check_mpi(PMPI_Reduce_scatter_block(source(in, out), out, count(n), MPI_FLOAT, MPI_SUM, comm_),
+              "MPI_Reduce_scatter_block");
   }
   void allgather(const float* in, float* out, size_t n) override {
-    check(PMPI_Allgather(source(in, out), count(n), MPI_FLOAT, out, count(n), MPI_FLOAT, comm_),
-          "MPI_Allgather");
+    check_mpi(PMPI_Allgather(source(in, out), count(n), MPI_FLOAT, out, count(n), MPI_FLOAT, comm_),
+              "MPI_Allgather");
   }
   void broadcast(float* buffer, size_t n, int root) override {
-    check(PMPI_Bcast(buffer, count(n), MPI_FLOAT, root, comm_), "MPI_Bcast");
+    check_mpi(PMPI_Bcast(buffer, count(n), MPI_FLOAT, root, comm_), "MPI_Bcast");
   }
 
   TransportRequestPtr iallreduce(const float* in, float* out, size_t n) override {
     MPI_Request r;
-    check(PMPI_Iallreduce(source(in, out), out, count(n), MPI_FLOAT, MPI_SUM, comm_, &r),
-          "MPI_Iallreduce");
+    check_mpi(PMPI_Iallreduce(source(in, out), out, count(n), MPI_FLOAT, MPI_SUM, comm_, &r),
+              "MPI_Iallreduce");
     return std::make_unique<CollectiveRequest>(r, "MPI_Iallreduce");
   }
   TransportRequestPtr ireduce_scatter(const float* in, float* out, size_t n) override {
     MPI_Request r;
-    check(PMPI_Ireduce_scatter_block(source(in, out), out, count(n), MPI_FLOAT, MPI_SUM, comm_, &r),
-          "MPI_Ireduce_scatter_block");
+    check_mpi(
+        PMPI_Ireduce_scatter_block(source(in, out), out, count(n), MPI_FLOAT, MPI_SUM, comm_, &r),
+        "MPI_Ireduce_scatter_block");
     return std::make_unique<CollectiveRequest>(r, "MPI_Ireduce_scatter_block");
   }
   TransportRequestPtr iallgather(const float* in, float* out, size_t n) override {
     MPI_Request r;
-    check(
+    check_mpi(
         PMPI_Iallgather(source(in, out), count(n), MPI_FLOAT, out, count(n), MPI_FLOAT, comm_, &r),
         "MPI_Iallgather");
     return std::make_unique<CollectiveRequest>(r, "MPI_Iallgather");
   }
   TransportRequestPtr ibroadcast(float* buffer, size_t n, int root) override {
     MPI_Request r;
-    check(PMPI_Ibcast(buffer, count(n), MPI_FLOAT, root, comm_, &r), "MPI_Ibcast");
+    check_mpi(PMPI_Ibcast(buffer, count(n), MPI_FLOAT, root, comm_, &r), "MPI_Ibcast");
     return std::make_unique<CollectiveRequest>(r, "MPI_Ibcast");
   }
 

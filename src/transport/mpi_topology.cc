@@ -10,27 +10,20 @@
 
 #include "octet/detail/hash.h"
 #include "octet/error.h"
+#include "transport/mpi_error.h"
 
 namespace octet {
 namespace {
 
-void check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING] = {0};
-  int length = 0;
-  PMPI_Error_string(rc, text, &length);
-  throw Error(ErrorCode::kTransport, std::string(what) + ": " + text);
-}
-
 // The lowest rank of comm that shares memory with this one.
 int lowest_rank_on_host(MPI_Comm comm, int rank) {
   MPI_Comm shared = MPI_COMM_NULL;
-  check(PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared),
-        "MPI_Comm_split_type");
+  check_mpi(PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared),
+            "MPI_Comm_split_type");
   int lowest = rank;
   const int rc = PMPI_Allreduce(&rank, &lowest, 1, MPI_INT, MPI_MIN, shared);
   PMPI_Comm_free(&shared);
-  check(rc, "MPI_Allreduce (host ids)");
+  check_mpi(rc, "MPI_Allreduce (host ids)");
   return lowest;
 }
 
@@ -45,7 +38,7 @@ std::vector<int> mpi_host_ids(MPI_Comm comm) {
   const char* id = std::getenv("OCTET_HOST_ID");
   const int mine = id && *id ? 1 : 0;
   int any = 0;
-  check(PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce (host ids)");
+  check_mpi(PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce (host ids)");
   uint64_t key;
   if (!any)
     key = static_cast<uint64_t>(lowest_rank_on_host(comm, rank));
@@ -54,8 +47,8 @@ std::vector<int> mpi_host_ids(MPI_Comm comm) {
   else  // a rank without the override: a host of its own
     key = static_cast<uint64_t>(rank);
   std::vector<uint64_t> keys(static_cast<size_t>(size));
-  check(PMPI_Allgather(&key, 1, MPI_UINT64_T, keys.data(), 1, MPI_UINT64_T, comm),
-        "MPI_Allgather (host ids)");
+  check_mpi(PMPI_Allgather(&key, 1, MPI_UINT64_T, keys.data(), 1, MPI_UINT64_T, comm),
+            "MPI_Allgather (host ids)");
   std::map<uint64_t, int> first;  // key -> its lowest rank
   std::vector<int> hosts;
   for (int r = 0; r < size; ++r)

@@ -16,38 +16,20 @@
 #include <vector>
 
 #include "collectives/hierarchical.h"
+#include "counting_transport.h"
 #include "octet/collectives.h"
 #include "octet/transport.h"
+#include "thread_ranks.h"
 #include "verify/verify.h"
 
 namespace octet {
 namespace {
 
+using test::expect_all;
+using test::expect_ok;
+
 using verify::input;
 using Algorithm = CollectiveOptions::AllreduceAlgorithm;
-
-// Counts the bytes a rank sends to ranks on other hosts; forwards everything else.
-class CountingTransport : public Transport {
- public:
-  CountingTransport(std::shared_ptr<Transport> inner, std::atomic<size_t>& between_hosts)
-      : inner_(std::move(inner)), between_hosts_(between_hosts) {}
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  int max_tag() const override { return inner_->max_tag(); }
-  int host_of(int rank) const override { return inner_->host_of(rank); }
-  TransportRequestPtr isend(const void* data, size_t bytes, int peer, int tag,
-                            std::shared_ptr<const void> keep_alive) override {
-    if (host_of(peer) != host_of(rank())) between_hosts_ += bytes;
-    return inner_->isend(data, bytes, peer, tag, std::move(keep_alive));
-  }
-  TransportRequestPtr irecv(void* data, size_t capacity, int peer, int tag) override {
-    return inner_->irecv(data, capacity, peer, tag);
-  }
-
- private:
-  std::shared_ptr<Transport> inner_;
-  std::atomic<size_t>& between_hosts_;
-};
 
 // Runs fn(comm) for each rank on its own thread, rank r on host hosts[r]; returns every rank's
 // exception (null where it returned normally). `between_hosts` (optional) counts the bytes sent
@@ -56,43 +38,15 @@ std::vector<std::exception_ptr> run_on_hosts(const std::vector<int>& hosts,
                                              const std::function<void(Comm&)>& fn,
                                              std::atomic<size_t>* between_hosts = nullptr) {
   auto transports = make_thread_transports(hosts);
-  std::vector<std::exception_ptr> errors(hosts.size());
-  std::vector<std::thread> threads;
-  for (size_t r = 0; r < hosts.size(); ++r)
-    threads.emplace_back([&, r] {
-      try {
-        std::shared_ptr<Transport> t = transports[r];
-        if (between_hosts) t = std::make_shared<CountingTransport>(t, *between_hosts);
-        Comm comm(t);
-        fn(comm);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
+  std::vector<std::shared_ptr<test::CountingTransport>> counting;
+  for (auto& t : transports)
+    if (between_hosts) {
+      counting.push_back(std::make_shared<test::CountingTransport>(t));
+      t = counting.back();
+    }
+  auto errors = test::run_on_threads(transports, fn);
+  for (const auto& c : counting) *between_hosts += c->between_hosts;
   return errors;
-}
-
-void expect_ok(const std::vector<std::exception_ptr>& errors) {
-  for (size_t r = 0; r < errors.size(); ++r) {
-    if (!errors[r]) continue;
-    try {
-      std::rethrow_exception(errors[r]);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "rank " << r << ": " << e.what();
-    }
-  }
-}
-
-void expect_all(const std::vector<std::exception_ptr>& errors, ErrorCode code) {
-  for (size_t r = 0; r < errors.size(); ++r) {
-    ASSERT_TRUE(errors[r]) << "rank " << r << " did not fail";
-    try {
-      std::rethrow_exception(errors[r]);
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), code) << "rank " << r << ": " << e.what();
-    }
-  }
 }
 
 // Host ids for `hosts` hosts of `per_host` ranks each, ranks numbered host by host.

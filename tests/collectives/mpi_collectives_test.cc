@@ -18,20 +18,11 @@
 namespace octet {
 namespace {
 
+using test::identical_everywhere;
 using test::world_rank;
 using test::world_size;
 
 using verify::input;
-
-// True when every rank's buffer hashes the same.
-bool identical_everywhere(const std::vector<float>& v) {
-  const uint64_t h = verify::fingerprint(v.data(), v.size());
-  std::vector<uint64_t> all(world_size());
-  MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
-  for (uint64_t x : all)
-    if (x != h) return false;
-  return true;
-}
 
 // Elements of `got` outside the bound of `want`.
 uint64_t wrong(const std::vector<float>& got, const verify::Reference& want) {

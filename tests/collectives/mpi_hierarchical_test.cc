@@ -20,20 +20,12 @@ namespace octet {
 namespace {
 
 using test::CountingTransport;
+using test::identical_everywhere;
 using test::world_rank;
 using test::world_size;
 
 using verify::input;
 using Algorithm = CollectiveOptions::AllreduceAlgorithm;
-
-bool identical_everywhere(const std::vector<float>& v) {
-  const uint64_t h = verify::fingerprint(v.data(), v.size());
-  std::vector<uint64_t> all(world_size());
-  MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
-  for (uint64_t x : all)
-    if (x != h) return false;
-  return true;
-}
 
 // A transport over MPI_COMM_WORLD with OCTET_HOST_ID set to `id` ("" unsets it) while it is made.
 std::shared_ptr<Transport> transport_with_host_id(const char* id) {

@@ -1,11 +1,16 @@
-// The main of the collectives' MPI gtest programs: rank 0 prints the usual report, the other
-// ranks only their failures (with their rank), and the exit code is 1 on every rank if any failed.
+// What the collectives' MPI gtest programs share: rank helpers, and a main in which rank 0 prints
+// the usual report, the other ranks only their failures (with their rank), and the exit code is 1
+// on every rank if any failed.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <vector>
+
+#include "verify/verify.h"
 
 namespace octet {
 namespace test {
@@ -20,6 +25,16 @@ inline int world_size() {
   int s = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &s);
   return s;
+}
+
+// True when every rank's buffer hashes the same.
+inline bool identical_everywhere(const std::vector<float>& v) {
+  const uint64_t h = verify::fingerprint(v.data(), v.size());
+  std::vector<uint64_t> all(world_size());
+  MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
+  for (uint64_t x : all)
+    if (x != h) return false;
+  return true;
 }
 
 class FailurePrinter : public ::testing::EmptyTestEventListener {

@@ -22,6 +22,9 @@
 namespace octet {
 namespace {
 
+using test::expect_all;
+using test::expect_ok;
+
 using test::CountingTransport;
 
 using verify::input;
@@ -39,29 +42,6 @@ uint64_t wrong(const std::vector<float>& got, const verify::Reference& want) {
 // Runs fn(comm) on `size` threads; returns each rank's exception (or null).
 std::vector<std::exception_ptr> run_ranks(int size, const std::function<void(Comm&)>& fn) {
   return test::run_on_threads(size, fn);
-}
-
-void expect_ok(const std::vector<std::exception_ptr>& errors) {
-  for (size_t r = 0; r < errors.size(); ++r) {
-    if (!errors[r]) continue;
-    try {
-      std::rethrow_exception(errors[r]);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "rank " << r << ": " << e.what();
-    }
-  }
-}
-
-// Every rank failed with `code`.
-void expect_all(const std::vector<std::exception_ptr>& errors, ErrorCode code) {
-  for (size_t r = 0; r < errors.size(); ++r) {
-    ASSERT_TRUE(errors[r]) << "rank " << r << " did not fail";
-    try {
-      std::rethrow_exception(errors[r]);
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), code) << "rank " << r << ": " << e.what();
-    }
-  }
 }
 
 CollectiveOptions small_chunks(uint32_t block = 64) {
