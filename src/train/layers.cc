@@ -27,6 +27,19 @@ void dense_backward(const DenseView& layer, const float* x, const float* dy, int
          layer.in);
 }
 
+void layer_forward(const DenseView& d, const float* x, int n, float p, uint64_t key,
+                   const uint64_t* row_keys, bool relu, std::vector<float>& act,
+                   std::vector<float>& mask, std::vector<float>& y) {
+  act.assign(x, x + size_t(n) * d.in);
+  if (p > 0) {
+    mask.resize(act.size());
+    dropout_forward(act.data(), n, d.in, p, key, row_keys, mask.data());
+  }
+  y.resize(size_t(n) * d.out);
+  dense_forward(d, act.data(), n, y.data());
+  if (relu) relu_forward(y.data(), y.size());
+}
+
 void relu_forward(float* x, size_t count) {
   for (size_t i = 0; i < count; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace octet {
 namespace train {
@@ -33,6 +34,12 @@ void relu_backward(const float* y, float* dy, size_t count);
 void dropout_forward(float* x, int n, int width, float p, uint64_t key, const uint64_t* row_keys,
                      float* mask);
 void dropout_backward(const float* mask, float* dy, size_t count);
+
+// One layer's forward pass as both MLPs (whole and split) run it: act = x[n x in] with dropout p
+// applied when p > 0 (its mask kept for the backward pass), y = act * w + b, then ReLU if `relu`.
+void layer_forward(const DenseView& layer, const float* x, int n, float p, uint64_t key,
+                   const uint64_t* row_keys, bool relu, std::vector<float>& act,
+                   std::vector<float>& mask, std::vector<float>& y);
 
 // Softmax cross-entropy of logits[n x classes] against labels: returns the sum of the n losses
 // (in double) and, when grad is not null, sets grad = scale * (softmax - onehot).

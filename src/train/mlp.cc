@@ -45,17 +45,9 @@ DenseView Mlp::layer(int l) const {
 void Mlp::forward(const float* x, int n, bool train, uint64_t dropout_key, const uint64_t* keys) {
   const float* in = x;
   for (int l = 0; l < layers(); ++l) {
-    const DenseView d = layer(l);
-    std::vector<float>& a = acts_[l];
-    a.assign(in, in + size_t(n) * d.in);
-    if (train && shape_.dropout[l] > 0) {
-      masks_[l].resize(a.size());
-      dropout_forward(a.data(), n, d.in, shape_.dropout[l], stream_key({dropout_key, uint64_t(l)}),
-                      keys, masks_[l].data());
-    }
-    out_.resize(size_t(n) * d.out);
-    dense_forward(d, a.data(), n, out_.data());
-    if (l + 1 < layers()) relu_forward(out_.data(), out_.size());
+    layer_forward(layer(l), in, n, train ? shape_.dropout[l] : 0.0f,
+                  stream_key({dropout_key, uint64_t(l)}), keys, l + 1 < layers(), acts_[l],
+                  masks_[l], out_);
     in = out_.data();
     if (l + 1 < layers()) acts_[l + 1].assign(out_.begin(), out_.end());
   }

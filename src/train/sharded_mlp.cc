@@ -97,17 +97,9 @@ void ShardedMlp::forward(Exchange& ex, const float* x, int n, bool train, uint64
                          const uint64_t* keys, uint64_t step) {
   const float* in = x;
   for (int l = 0; l < layers(); ++l) {
-    const DenseView d = slice(l);
-    std::vector<float>& a = acts_[l];
-    a.assign(in, in + size_t(n) * d.in);
-    if (train && shape_.dropout[l] > 0) {
-      masks_[l].resize(a.size());
-      dropout_forward(a.data(), n, d.in, shape_.dropout[l], stream_key({dropout_key, uint64_t(l)}),
-                      keys, masks_[l].data());
-    }
-    out_.resize(size_t(n) * d.out);
-    dense_forward(d, a.data(), n, out_.data());
-    if (l + 1 < layers()) relu_forward(out_.data(), out_.size());
+    layer_forward(slice(l), in, n, train ? shape_.dropout[l] : 0.0f,
+                  stream_key({dropout_key, uint64_t(l)}), keys, l + 1 < layers(), acts_[l],
+                  masks_[l], out_);
     exchange_outputs(ex, l, n, {l, step, train});
     in = full_.data();
   }
