@@ -78,7 +78,7 @@ class Allgather : public CollectiveOp {
 }  // namespace detail
 
 namespace {
-detail::MakeOperation make_allgather(Comm& comm, const float* in, float* out, size_t count) {
+auto make_allgather(Comm& comm, const float* in, float* out, size_t count) {
   return [&comm, in, out, count](const CollectiveOptions& o) {
     return std::make_shared<detail::Allgather>(comm, in, out, count, o);
   };

@@ -148,7 +148,7 @@ class Allreduce : public CollectiveOp {
 }  // namespace detail
 
 namespace {
-detail::MakeOperation make_allreduce(Comm& comm, const float* in, float* out, size_t count) {
+auto make_allreduce(Comm& comm, const float* in, float* out, size_t count) {
   return [&comm, in, out, count](const CollectiveOptions& o) -> std::shared_ptr<detail::Operation> {
     if (detail::use_hierarchical(comm, count, o))  // several ranks per host: hierarchical.h
       return detail::make_hierarchical_allreduce(comm, in, out, count, o);

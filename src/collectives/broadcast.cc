@@ -69,7 +69,7 @@ class Broadcast : public CollectiveOp {
 }  // namespace detail
 
 namespace {
-detail::MakeOperation make_broadcast(Comm& comm, float* buffer, size_t count, int root) {
+auto make_broadcast(Comm& comm, float* buffer, size_t count, int root) {
   return [&comm, buffer, count, root](const CollectiveOptions& o) {
     return std::make_shared<detail::Broadcast>(comm, buffer, count, root, o);
   };

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <utility>
@@ -19,9 +20,10 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-int bucket_of(double fp32_bytes) {
-  return std::clamp(static_cast<int>(std::log2(std::max(1.0, fp32_bytes))), 0,
-                    PolicyState::kBuckets - 1);
+int bucket_of(double fp32_bytes) {  // floor(log2), by the exponent: no libm call per call
+  int exponent = 0;
+  std::frexp(std::max(1.0, fp32_bytes), &exponent);
+  return std::clamp(exponent - 1, 0, PolicyState::kBuckets - 1);
 }
 
 double median(std::vector<double> v) {
@@ -217,6 +219,40 @@ PolicyEstimate PolicyState::estimate(Comm& comm, const PolicyKey& key, double fp
   return e;
 }
 
+namespace {
+// The fields of CodecOptions that the policy's key and validate_options read.
+bool same_key_fields(const CodecOptions& a, const CodecOptions& b) {
+  return a.type == b.type && a.block_size == b.block_size && a.stochastic == b.stochastic &&
+         a.mantissa_exponent_offset == b.mantissa_exponent_offset;
+}
+}  // namespace
+
+PolicyState::Decision PolicyState::decide(Comm& comm, Collective op, double fp32_bytes,
+                                          const CollectiveOptions& options) {
+  count_call(comm);
+  if (last_valid_ && fp32_bytes == last_bytes_ && op == last_op_ &&
+      same_key_fields(options.codec, last_codec_))
+    return last_;
+  // Options are checked here, on this rank only: the decision needs them before any exchange.
+  const PolicyKey key(op, static_cast<int>(options.codec.type), options.codec.stochastic,
+                      validate_options(options.codec));
+  Decision d;
+  d.estimate = estimate(comm, key, fp32_bytes, options);
+  d.curves = &curves_.find(key)->second;  // std::map: stays valid as keys are added
+  d.bucket = bucket_of(fp32_bytes);
+  last_ = d;
+  last_op_ = op;
+  last_codec_ = options.codec;
+  last_bytes_ = fp32_bytes;
+  last_valid_ = true;
+  return d;
+}
+
+bool PolicyState::wants_time(const Decision& d, bool compressed) {
+  return (compressed ? d.curves->compressed_calls : d.curves->plain_calls)[d.bucket] <
+         kMinObservations;
+}
+
 void PolicyState::count_call(Comm& comm) {
   if (++calls_ < next_sync_) return;
   interval_ = std::min<int64_t>(2 * interval_, kPolicySyncMaxCalls);
@@ -224,13 +260,12 @@ void PolicyState::count_call(Comm& comm) {
   sync(comm);
 }
 
-void PolicyState::observe(const PolicyKey& key, double fp32_bytes, bool compressed,
-                          double seconds) {
-  auto it = curves_.find(key);
-  if (it == curves_.end()) return;
-  Curves& c = it->second;
-  const int b = bucket_of(fp32_bytes);
-  const double model = (compressed ? c.compressed : c.plain).at(fp32_bytes);
+void PolicyState::observe(const Decision& d, bool compressed, double seconds) {
+  Curves& c = *d.curves;
+  const int b = d.bucket;
+  const double factor = (compressed ? c.compressed_factor : c.plain_factor)[b];
+  const double estimated = compressed ? d.estimate.compressed_seconds : d.estimate.plain_seconds;
+  const double model = estimated / factor;  // the curve alone
   if (!(model > 0)) return;
   // The fastest call, as the calibration keeps the fastest: a ratio of 1 means "as measured",
   // whatever the load, so the path taken is not penalised against the path not taken.
@@ -250,6 +285,7 @@ void PolicyState::sync(Comm& comm) {
       v.push_back(c.compressed_calls[b] >= kMinObservations ? c.compressed_seen[b] : 0);
     }
   agree(comm, v);
+  last_valid_ = false;  // the corrections change
   size_t i = 0;
   for (auto& [key, c] : curves_)
     for (int b = 0; b < kBuckets; ++b, i += 2) {
@@ -264,37 +300,50 @@ double policy_bytes(const NativeCall& call, int) {
   return static_cast<double>(call.count) * sizeof(float);
 }
 
-bool decide(Comm& comm, Collective op, size_t count, const CollectiveOptions& options,
-            PolicyKey* key) {
+PolicyState::Decision decide(Comm& comm, Collective op, size_t count,
+                             const CollectiveOptions& options) {
   const double bytes = static_cast<double>(count) * sizeof(float);
+  PolicyState::Decision d;
   switch (options.policy) {
     case Policy::kAlways:  // invalid options are reported on every rank by the descriptor exchange
-      return bytes >= static_cast<double>(options.min_bytes);
+      d.estimate.compress = bytes >= static_cast<double>(options.min_bytes);
+      return d;
     case Policy::kNever:
-      return false;
+      return d;
     case Policy::kAuto:
       break;
   }
-  if (bytes < static_cast<double>(options.min_bytes) || comm.size() == 1) return false;
-  // Options are checked here, on this rank only: the decision needs them before any exchange.
-  *key = PolicyKey(op, static_cast<int>(options.codec.type), options.codec.stochastic,
-                   validate_options(options.codec));
-  core(comm).policy().count_call(comm);
-  return core(comm).policy().estimate(comm, *key, bytes, options).compress;
+  if (bytes < static_cast<double>(options.min_bytes) || comm.size() == 1) return d;
+  return core(comm).policy().decide(comm, op, bytes, options);
 }
 
 Route::Route(Comm& comm, const NativeCall& call, const CollectiveOptions& options)
     : comm_(comm), call_(call), options_(options) {
-  auto_ = options.policy == Policy::kAuto;
-  compressed_ = decide(comm, call.op, call.count, options, &key_);
+  decision_ = decide(comm, call.op, call.count, options);
+  compressed_ = decision_.estimate.compress;
   if (compressed_) return;
   NativeCollectives* n = comm.transport().native_collectives();
   native_ = n && call.count <= n->max_count();
-  if (native_) validate_options(options.codec);  // the same errors whatever the route
+  if (native_ && !decision_.curves) validate_options(options.codec);  // the same errors always
   // MPI would crash on it; the other ranks meet MPI's semantics for a rank that did not call.
   if (native_ && call.count > 0 && !call.out)
     throw Error(ErrorCode::kInvalidArgument, "null buffer with a non-zero count");
-  if (!native_) options_.min_bytes = std::numeric_limits<size_t>::max();
+}
+
+namespace {
+// `average` on the native sum: each element divided by the rank count, as the reference and the
+// bench's fp32 baseline do.
+void finish_native(const NativeCall& call, int ranks, bool average) {
+  if (!average || call.op == Collective::kAllgather || call.op == Collective::kBroadcast) return;
+  const float divisor = static_cast<float>(ranks);
+  for (size_t i = 0; i < call.count; ++i) call.out[i] /= divisor;
+}
+}  // namespace
+
+CollectiveOptions Route::options() const {
+  CollectiveOptions o = options_;
+  if (!compressed_) o.min_bytes = std::numeric_limits<size_t>::max();
+  return o;
 }
 
 void Route::run_native() const {
@@ -311,16 +360,7 @@ void Route::run_native() const {
     case Collective::kBroadcast:
       return n.broadcast(call_.out, call_.count, call_.root);
   }
-  finish_native();
-}
-
-// `average` on the native sum: each element divided by the rank count, as the reference and the
-// bench's fp32 baseline do.
-void Route::finish_native() const {
-  if (!options_.average || call_.op == Collective::kAllgather || call_.op == Collective::kBroadcast)
-    return;
-  const float ranks = static_cast<float>(comm_.size());
-  for (size_t i = 0; i < call_.count; ++i) call_.out[i] /= ranks;
+  finish_native(call_, comm_.size(), options_.average);
 }
 
 std::shared_ptr<Operation> Route::start_native() const {
@@ -340,13 +380,15 @@ std::shared_ptr<Operation> Route::start_native() const {
       r = n.ibroadcast(call_.out, call_.count, call_.root);
       break;
   }
-  return std::make_shared<NativeOperation>(std::move(r),
-                                           [route = *this] { route.finish_native(); });
+  // By value: the operation outlives the call, and with it the caller's options.
+  return std::make_shared<NativeOperation>(
+      std::move(r), [call = call_, ranks = comm_.size(), average = options_.average] {
+        finish_native(call, ranks, average);
+      });
 }
 
 void Route::observe(double seconds) const {
-  if (auto_ && std::get<3>(key_) != 0)
-    core(comm_).policy().observe(key_, policy_bytes(call_, comm_.size()), compressed_, seconds);
+  PolicyState::observe(decision_, compressed_, seconds);
 }
 
 Request start_routed(Comm& comm, const NativeCall& call, const CollectiveOptions& options,
@@ -359,7 +401,8 @@ Request start_routed(Comm& comm, const NativeCall& call, const CollectiveOptions
 void run_routed(Comm& comm, const NativeCall& call, const CollectiveOptions& options,
                 const MakeOperation& make) {
   const Route route(comm, call, options);
-  const double t0 = now();
+  const bool timed = route.timed();
+  const double t0 = timed ? now() : 0;
   if (route.native()) {
     // MPI's blocking call (its blocking algorithms, the plain call's bits) on every rank alike;
     // the Comm's pending operations complete first, since nothing progresses them inside it.
@@ -368,7 +411,7 @@ void run_routed(Comm& comm, const NativeCall& call, const CollectiveOptions& opt
   } else {
     start_request(comm, make(route.options())).wait();
   }
-  route.observe(now() - t0);
+  if (timed) route.observe(now() - t0);
 }
 
 }  // namespace detail
@@ -393,8 +436,7 @@ Policy parse_policy(std::string_view name) {
 }
 
 bool decide_policy(Comm& comm, Collective op, size_t count, const CollectiveOptions& options) {
-  detail::PolicyKey key;
-  return detail::decide(comm, op, count, options, &key);
+  return detail::decide(comm, op, count, options).estimate.compress;
 }
 
 PolicyEstimate estimate_policy(Comm& comm, Collective op, size_t count,

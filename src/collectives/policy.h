@@ -5,7 +5,6 @@
 
 #include <array>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -42,19 +41,37 @@ class PolicyState {
     std::array<int, kBuckets> plain_calls{}, compressed_calls{};
   };
 
+  // A call's estimate and where to record its time.
+  struct Decision {
+    PolicyEstimate estimate;
+    Curves* curves = nullptr;
+    int bucket = 0;
+  };
+
   // The estimate for a call (measuring first if this key is new; collective).
   PolicyEstimate estimate(Comm& comm, const PolicyKey& key, double fp32_bytes,
                           const CollectiveOptions& options);
-  // Counts an `auto` call and, at the agreed intervals (octet/policy.h), agrees on what the ranks
-  // observed.
-  void count_call(Comm& comm);
+  // Counts an `auto` call (at the agreed intervals, octet/policy.h, the ranks agree on what they
+  // observed) and decides it. A loop repeats its calls, so the last decision is kept until the
+  // corrections change.
+  Decision decide(Comm& comm, Collective op, double fp32_bytes, const CollectiveOptions& options);
+  // Whether a call's time is still wanted: kMinObservations per bucket and path between two
+  // agreements are enough for their minimum, and reading the clock is a cost on small calls.
+  static bool wants_time(const Decision& d, bool compressed);
   // Records a blocking call's time.
-  void observe(const PolicyKey& key, double fp32_bytes, bool compressed, double seconds);
+  static void observe(const Decision& d, bool compressed, double seconds);
 
  private:
+  void count_call(Comm& comm);
   void sync(Comm& comm);
   std::map<PolicyKey, Curves> curves_;
   int64_t calls_ = 0, next_sync_ = kPolicySyncCalls, interval_ = kPolicySyncCalls;
+  // The last call's decision, and what it was decided for (the options as given, unvalidated).
+  bool last_valid_ = false;
+  Collective last_op_ = Collective::kAllreduce;
+  CodecOptions last_codec_;
+  double last_bytes_ = 0;
+  Decision last_;
 };
 
 // One call as the transport's own collective would take it.
@@ -67,8 +84,8 @@ struct NativeCall {
 };
 
 // Whether a call compresses under options.policy (collective for `auto`: see decide_policy).
-bool decide(Comm& comm, Collective op, size_t count, const CollectiveOptions& options,
-            PolicyKey* key);
+PolicyState::Decision decide(Comm& comm, Collective op, size_t count,
+                             const CollectiveOptions& options);
 
 // The fp32 bytes the cost curves are indexed by (the message a rank contributes).
 double policy_bytes(const NativeCall& call, int ranks);
@@ -80,21 +97,39 @@ class Route {
   Route(Comm& comm, const NativeCall& call, const CollectiveOptions& options);
   bool native() const { return native_; }
   bool compressed() const { return compressed_; }
-  const CollectiveOptions& options() const { return options_; }
+  bool timed() const { return decision_.curves && PolicyState::wants_time(decision_, compressed_); }
+  // The options Octet's own path runs with (a copy only where they change).
+  CollectiveOptions options() const;
   void run_native() const;
   std::shared_ptr<Operation> start_native() const;
   void observe(double seconds) const;
 
  private:
-  void finish_native() const;
   Comm& comm_;
   NativeCall call_;
-  CollectiveOptions options_;
-  PolicyKey key_;
-  bool auto_ = false, compressed_ = false, native_ = false;
+  const CollectiveOptions& options_;  // the caller's: a Route lives for one call only
+  PolicyState::Decision decision_;
+  bool compressed_ = false, native_ = false;
 };
 
-using MakeOperation = std::function<std::shared_ptr<Operation>(const CollectiveOptions&)>;
+// A non-owning reference to the caller's factory of the compressed operation: no copy and no
+// allocation per call, unlike std::function (the lambda outlives the call it is passed to).
+class MakeOperation {
+ public:
+  template <typename F>
+  MakeOperation(const F& f)  // NOLINT: implicit, like std::function
+      : object_(&f),
+        call_([](const void* o, const CollectiveOptions& options) -> std::shared_ptr<Operation> {
+          return (*static_cast<const F*>(o))(options);
+        }) {}
+  std::shared_ptr<Operation> operator()(const CollectiveOptions& options) const {
+    return call_(object_, options);
+  }
+
+ private:
+  const void* object_;
+  std::shared_ptr<Operation> (*call_)(const void*, const CollectiveOptions&);
+};
 // The public entry points: a non-blocking call and a blocking one (timed for `auto`).
 Request start_routed(Comm& comm, const NativeCall& call, const CollectiveOptions& options,
                      const MakeOperation& make);

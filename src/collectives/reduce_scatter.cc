@@ -85,7 +85,7 @@ class ReduceScatter : public CollectiveOp {
 }  // namespace detail
 
 namespace {
-detail::MakeOperation make_reduce_scatter(Comm& comm, const float* in, float* out, size_t count) {
+auto make_reduce_scatter(Comm& comm, const float* in, float* out, size_t count) {
   return [&comm, in, out, count](const CollectiveOptions& o) {
     return std::make_shared<detail::ReduceScatter>(comm, in, out, count, o);
   };
