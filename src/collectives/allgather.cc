@@ -14,6 +14,7 @@ namespace {
 struct AllgatherUnit : Unit {
   std::vector<ByteBuffer> parts;
   std::vector<size_t> bytes;
+  Bytes own;  // this rank's encoded chunk, decoded in stage 1 (stage 0 may run before the verdict)
 };
 
 class Allgather : public CollectiveOp {
@@ -34,6 +35,8 @@ class Allgather : public CollectiveOp {
     return e;
   }
 
+  bool early_first_stage() const override { return true; }
+
   std::unique_ptr<Unit> make_unit(size_t) override {
     auto u = std::make_unique<AllgatherUnit>();
     u->parts.resize(comm_.size());
@@ -49,7 +52,7 @@ class Allgather : public CollectiveOp {
       for (int i = 1; i < p; ++i) {
         const int peer = (me + i) % p;
         u.parts[peer].resize(chunk_codec_->capacity(c.size));
-        u.await(1, sized_recv(comm_.transport(), u.parts[peer], u.bytes[peer], peer, tag(1)));
+        u.await(1, recv(u.parts[peer], u.bytes[peer], peer, 1));
       }
       if (p == 1) {  // nothing travels, nothing is quantized
         std::copy(in_ + c.begin, in_ + c.begin + c.size, out_ + c.begin);
@@ -59,11 +62,13 @@ class Allgather : public CollectiveOp {
                                      "allgather/" + std::to_string(k) + "/" + std::to_string(p));
       for (int i = 1; i < p; ++i) {
         const int peer = (me + p - i) % p;
-        u.await(2, comm_.transport().isend(b->data(), b->size(), peer, tag(1), b));
+        u.await(2, send(b, peer, 1));
       }
-      chunk_codec_->decode(*b, b->size(), out_ + count_ * me + c.begin, c.size, false, me);
+      u.own = std::move(b);
       return;
     }
+    if (u.own)
+      chunk_codec_->decode(*u.own, u.own->size(), out_ + count_ * me + c.begin, c.size, false, me);
     for (int r = 0; r < p; ++r)
       if (r != me)
         chunk_codec_->decode(u.parts[r], u.bytes[r], out_ + count_ * r + c.begin, c.size, false, r);

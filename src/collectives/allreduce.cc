@@ -53,6 +53,8 @@ class Allreduce : public CollectiveOp {
     return "";
   }
 
+  bool early_first_stage() const override { return true; }
+
   Span piece(int rank, size_t k) const {
     return chunk_of(segments_[rank], chunk_codec_->chunk_elements(), k);
   }
@@ -80,19 +82,18 @@ class Allreduce : public CollectiveOp {
 
   // Stage 0: receives for both phases, then this rank's contribution to every peer's segment.
   void post_and_contribute(AllreduceUnit& u, size_t k) {
-    Transport& t = comm_.transport();
     const int me = comm_.rank(), p = comm_.size();
     const Span mine = piece(me, k);
     for (int i = 1; i < p; ++i) {
       const int peer = (me + i) % p;
       if (mine.size) {
         u.contributions[peer].resize(chunk_codec_->capacity(mine.size));
-        u.await(1, recv(u.contributions[peer], u.contribution_bytes[peer], peer, tag(1)));
+        u.await(1, recv(u.contributions[peer], u.contribution_bytes[peer], peer, 1));
       }
       const Span theirs = piece(peer, k);
       if (theirs.size) {
         u.reduced[peer].resize(chunk_codec_->capacity(theirs.size));
-        u.await(2, recv(u.reduced[peer], u.reduced_bytes[peer], peer, tag(2)));
+        u.await(2, recv(u.reduced[peer], u.reduced_bytes[peer], peer, 2));
       }
     }
     for (int i = 1; i < p; ++i) {
@@ -100,12 +101,8 @@ class Allreduce : public CollectiveOp {
       const Span s = piece(peer, k);
       if (!s.size) continue;
       Bytes b = chunk_codec_->encode(in_ + s.begin, s.size, s.begin, 1 + me, slot("in", peer, k));
-      u.await(3, t.isend(b->data(), b->size(), peer, tag(1), b));
+      u.await(3, send(b, peer, 1));
     }
-  }
-
-  TransportRequestPtr recv(ByteBuffer& buf, size_t& bytes, int peer, int tag) {
-    return sized_recv(comm_.transport(), buf, bytes, peer, tag);
   }
 
   // Stage 1 (the owner): sum in rank order, encode once, send to all, decode its own bytes.
@@ -123,7 +120,7 @@ class Allreduce : public CollectiveOp {
     Bytes b = chunk_codec_->encode(sum.data(), m.size, m.begin, 0x1000 + me, slot("sum", me, k));
     for (int i = 1; i < p; ++i) {
       const int peer = (me + i) % p;
-      u.await(3, comm_.transport().isend(b->data(), b->size(), peer, tag(2), b));
+      u.await(3, send(b, peer, 2));
     }
     chunk_codec_->decode(*b, b->size(), out_ + m.begin, m.size, false, me);
   }

@@ -14,6 +14,7 @@ namespace {
 struct BroadcastUnit : Unit {
   ByteBuffer part;
   size_t bytes = 0;
+  Bytes own;  // the root's encoded chunk, decoded in stage 1 (stage 0 may run before the verdict)
 };
 
 class Broadcast : public CollectiveOp {
@@ -36,6 +37,7 @@ class Broadcast : public CollectiveOp {
     return e;
   }
 
+  bool early_first_stage() const override { return true; }
   std::unique_ptr<Unit> make_unit(size_t) override { return std::make_unique<BroadcastUnit>(); }
 
   void run_stage(Unit& base, size_t k, int stage) override {
@@ -46,18 +48,19 @@ class Broadcast : public CollectiveOp {
     if (me != root_) {
       if (stage == 0) {
         u.part.resize(chunk_codec_->capacity(c.size));
-        u.await(1, sized_recv(comm_.transport(), u.part, u.bytes, root_, tag(1)));
+        u.await(1, recv(u.part, u.bytes, root_, 1));
       } else {
         chunk_codec_->decode(u.part, u.bytes, buffer_ + c.begin, c.size, false, root_);
       }
       return;
     }
-    if (stage != 0) return;
-    Bytes b = chunk_codec_->encode(buffer_ + c.begin, c.size, c.begin, 1 + me,
-                                   "broadcast/" + std::to_string(k));
-    for (int i = 1; i < p; ++i)
-      u.await(2, comm_.transport().isend(b->data(), b->size(), (me + i) % p, tag(1), b));
-    chunk_codec_->decode(*b, b->size(), buffer_ + c.begin, c.size, false, me);
+    if (stage != 0) {
+      chunk_codec_->decode(*u.own, u.own->size(), buffer_ + c.begin, c.size, false, me);
+      return;
+    }
+    u.own = chunk_codec_->encode(buffer_ + c.begin, c.size, c.begin, 1 + me,
+                                 "broadcast/" + std::to_string(k));
+    for (int i = 1; i < p; ++i) u.await(2, send(u.own, (me + i) % p, 1));
   }
 
   float* buffer_;

@@ -1,10 +1,15 @@
-// The common start of every collective: options checked into a ChunkCodec, local arguments checked,
-// then the descriptor exchange as the pipeline's prologue.
+// The common start of every collective: options checked into a ChunkCodec, local arguments
+// checked, then the exchange of descriptors as the pipeline's prologue. Where an algorithm allows
+// it, its first unit's first stage runs at once, before the verdict: its first message to each
+// peer rides in the descriptor's envelope when small (no round of its own for the descriptors),
+// and otherwise its encoding overlaps the envelopes' flight. Everything else that stage sends or
+// receives waits for the verdict, so a disagreement still leaves no message behind.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collectives/chunk_codec.h"
 #include "collectives/handshake.h"
@@ -22,25 +27,19 @@ class CollectiveOp : public Pipeline {
 
  protected:
   // Builds the chunk codec, runs `check` (returns "" or why the arguments are invalid; sets the
-  // unit count) and posts the descriptor exchange. Local errors are reported on every rank.
+  // unit count) and starts the descriptor exchange. Local errors are reported on every rank.
   void begin(OpKind op, size_t count, int root, size_t fp32_bytes,
-             const std::function<std::string()>& check, bool same_sign_across_ranks) {
-    std::string error;
-    try {
-      chunk_codec_ = std::make_unique<ChunkCodec>(comm_, options_, fp32_bytes);
-      error = check();
-    } catch (const Error& e) {
-      error = e.what();
-    }
-    if (!error.empty()) set_units(0);
-    const Descriptor d = make_descriptor(
-        op, count, root, error.empty() ? chunk_codec_.get() : nullptr, options_, error);
-    Descriptor with_signs = d;
-    with_signs.signs = signs_;
-    exchange_ = std::make_unique<Exchange>(comm_, with_signs, tag_, error, same_sign_across_ranks);
-  }
-  bool prologue() override { return exchange_->advance(); }
+             const std::function<std::string()>& check, bool same_sign_across_ranks);
+  bool prologue() override;
   void block_prologue() override { exchange_->block(); }
+
+  // Whether unit 0's stage 0 may run before the verdict: it must only read the input, encode and
+  // move messages through send() and recv() below.
+  virtual bool early_first_stage() const { return false; }
+
+  // The algorithm's transfers on phase `phase` (1..3).
+  TransportRequestPtr send(Bytes message, int peer, int phase);
+  TransportRequestPtr recv(ByteBuffer& buffer, size_t& bytes, int peer, int phase);
 
   int tag(int phase) const { return tag_ + phase; }  // phases 1..3; 0 is the descriptor's
 
@@ -49,6 +48,22 @@ class CollectiveOp : public Pipeline {
   uint8_t signs_ = 0;  // set by check() through check_input
   std::unique_ptr<ChunkCodec> chunk_codec_;
   std::unique_ptr<Exchange> exchange_;
+
+ private:
+ public:
+  struct Deferred;  // a transfer of the early stage, posted at the verdict
+
+ private:
+  std::string run_early(bool in_envelope);
+  void post_deferred();
+  void post_recv(Deferred& d);
+
+  bool verdict_passed_ = false;
+  bool enveloping_ = false;        // the early stage's first send to each peer goes in the envelope
+  std::vector<bool> first_taken_;  // per peer: its first phase-1 message was received
+  std::vector<Bytes> envelope_payloads_;
+  std::vector<std::shared_ptr<Deferred>> deferred_;
+  std::exception_ptr early_error_;
 };
 
 // "" or why a buffer argument is invalid.

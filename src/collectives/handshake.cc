@@ -71,6 +71,7 @@ DescriptorBytes Descriptor::pack() const {
   put(p, flags);
   put(p, signs);
   put(p, error);
+  put(p, carries);
   put(p, block);
   put(p, root);
   put(p, count);
@@ -88,6 +89,7 @@ Descriptor Descriptor::unpack(const DescriptorBytes& b) {
   d.flags = get<uint8_t>(p);
   d.signs = get<uint8_t>(p);
   d.error = get<uint8_t>(p);
+  d.carries = get<uint8_t>(p);
   d.block = get<uint32_t>(p);
   d.root = get<int32_t>(p);
   d.count = get<uint64_t>(p);
@@ -112,29 +114,48 @@ Descriptor make_descriptor(OpKind op, size_t count, int root, const ChunkCodec* 
   return d;
 }
 
-Exchange::Exchange(Comm& comm, const Descriptor& mine, int tag, std::string local_error,
-                   bool same_sign_across_ranks)
+Exchange::Exchange(Comm& comm, int tag, bool same_sign_across_ranks)
     : comm_(comm),
-      mine_(mine),
-      local_error_(std::move(local_error)),
+      tag_(tag),
       same_sign_(same_sign_across_ranks),
-      out_(std::make_shared<DescriptorBytes>(mine.pack())),
-      in_(static_cast<size_t>(comm.size())) {
+      in_(static_cast<size_t>(comm.size())),
+      in_bytes_(static_cast<size_t>(comm.size()), 0) {
   const int me = comm.rank(), p = comm.size();
   for (int i = 1; i < p; ++i) {
     const int peer = (me + i) % p;
-    pending_.push_back(comm.transport().irecv(in_[peer].data(), kDescriptorBytes, peer, tag));
+    in_[peer].resize(kDescriptorBytes + kEnvelopePayloadBytes);
+    pending_.push_back(sized_recv(comm.transport(), in_[peer], in_bytes_[peer], peer, tag));
   }
+}
+
+void Exchange::send(const Descriptor& mine, std::string local_error,
+                    const std::vector<Bytes>& payloads) {
+  mine_ = mine;
+  local_error_ = std::move(local_error);
+  const int me = comm_.rank(), p = comm_.size();
   for (int i = 1; i < p; ++i) {
     const int peer = (me + p - i) % p;
-    pending_.push_back(comm.transport().isend(out_->data(), kDescriptorBytes, peer, tag, out_));
+    const Bytes& payload = payloads.empty() ? nullptr : payloads[peer];
+    const size_t extra = payload ? payload->size() : 0;
+    if (extra > kEnvelopePayloadBytes)
+      throw Error(ErrorCode::kInternal, "an envelope's payload is larger than its receivers' room");
+    Descriptor d = mine;
+    d.carries = payload ? 1 : 0;
+    auto out = std::make_shared<ByteBuffer>(kDescriptorBytes + extra);
+    const DescriptorBytes head = d.pack();
+    std::memcpy(out->data(), head.data(), kDescriptorBytes);
+    if (extra) std::memcpy(out->data() + kDescriptorBytes, payload->data(), extra);
+    pending_.push_back(comm_.transport().isend(out->data(), out->size(), peer, tag_, out));
   }
-  in_[me] = *out_;
+  DescriptorBytes own = mine.pack();
+  in_[me].assign(own.begin(), own.end());
+  in_bytes_[me] = kDescriptorBytes;
+  sent_ = true;
 }
 
 bool Exchange::advance() {
   if (done_) return true;
-  if (!gate_open(pending_)) return false;
+  if (!sent_ || !gate_open(pending_)) return false;
   done_ = true;
   verdict();
   return true;
@@ -149,10 +170,25 @@ void Exchange::block() {
     }
 }
 
-void Exchange::verdict() const {
+const uint8_t* Exchange::payload(int peer, size_t* bytes) const {
+  const size_t r = static_cast<size_t>(peer);
+  *bytes = 0;
+  if (!done_ || r >= all_.size() || !all_[r].carries) return nullptr;
+  *bytes = in_bytes_[r] - kDescriptorBytes;
+  return in_[r].data() + kDescriptorBytes;
+}
+
+void Exchange::verdict() {
   if (!local_error_.empty()) throw Error(ErrorCode::kInvalidArgument, local_error_);
-  std::vector<Descriptor> all;
-  for (const auto& b : in_) all.push_back(Descriptor::unpack(b));
+  for (size_t r = 0; r < in_.size(); ++r) {
+    if (in_bytes_[r] < kDescriptorBytes)
+      throw Error(ErrorCode::kMismatch,
+                  "rank " + std::to_string(r) + " sent something that is not an Octet descriptor");
+    DescriptorBytes head;
+    std::memcpy(head.data(), in_[r].data(), kDescriptorBytes);
+    all_.push_back(Descriptor::unpack(head));
+  }
+  const std::vector<Descriptor>& all = all_;
   for (size_t r = 0; r < all.size(); ++r)
     if (all[r].error)
       throw Error(ErrorCode::kInvalidArgument,

@@ -43,6 +43,22 @@ Pipeline::Pipeline(Comm& comm, size_t units, int stages, int window)
       window_(std::max(1, window)),
       turn_(static_cast<size_t>(stages), 0) {}
 
+void Pipeline::run_first_stage_early() {
+  if (units_ == 0 || !live_.empty()) return;
+  live_.push_back(make_unit(0));
+  Unit& unit = *live_.back();
+  unit.gates.resize(static_cast<size_t>(stages_) + 1);
+  run_stage(unit, 0, 0);
+  ++turn_[0];
+  ++unit.stage;
+}
+
+void Pipeline::drop_units() {
+  live_.clear();
+  std::fill(turn_.begin(), turn_.end(), 0);
+  units_ = head_ = 0;
+}
+
 bool Pipeline::sweep() {
   bool changed = false;
   while (static_cast<int>(live_.size()) < window_ && head_ + live_.size() < units_) {

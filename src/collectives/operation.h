@@ -62,6 +62,10 @@ class Pipeline : public Operation {
   bool advance() override;
   void block() override;
   void set_units(size_t units) { units_ = units; }
+  size_t unit_count() const { return units_; }
+  // Runs unit 0's stage 0 now, before the prologue has finished (CollectiveOp's early stage).
+  void run_first_stage_early();
+  void drop_units();  // forgets every unit, run or not (the early stage failed)
   Comm& comm_;
 
  private:

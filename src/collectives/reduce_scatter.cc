@@ -36,6 +36,7 @@ class ReduceScatter : public CollectiveOp {
     if (e.empty()) set_units(chunks_in(count_, chunk_codec_->chunk_elements()));
     return e;
   }
+  bool early_first_stage() const override { return true; }
   Span piece(int rank, size_t k) const {
     return chunk_of({count_ * static_cast<size_t>(rank), count_}, chunk_codec_->chunk_elements(),
                     k);
@@ -56,8 +57,7 @@ class ReduceScatter : public CollectiveOp {
       for (int i = 1; i < p; ++i) {
         const int peer = (me + i) % p;
         u.contributions[peer].resize(chunk_codec_->capacity(mine.size));
-        u.await(1,
-                sized_recv(comm_.transport(), u.contributions[peer], u.bytes[peer], peer, tag(1)));
+        u.await(1, recv(u.contributions[peer], u.bytes[peer], peer, 1));
       }
       for (int i = 1; i < p; ++i) {
         const int peer = (me + i) % p;
@@ -65,7 +65,7 @@ class ReduceScatter : public CollectiveOp {
         Bytes b = chunk_codec_->encode(in_ + s.begin, s.size, s.begin - count_ * peer, 1 + me,
                                        "reduce_scatter/" + std::to_string(peer) + "/" +
                                            std::to_string(k) + "/" + std::to_string(p));
-        u.await(2, comm_.transport().isend(b->data(), b->size(), peer, tag(1), b));
+        u.await(2, send(b, peer, 1));
       }
       return;
     }

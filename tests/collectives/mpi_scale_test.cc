@@ -61,10 +61,10 @@ class Scale : public ::testing::Test {
     return double(encoded_size(n, o.codec)) - kHeaderBytes;
   }
   // What docs/algorithms.md allows on top of the payload bodies: a descriptor per peer, a
-  // payload header per data message.
+  // payload header per message (a small call's first payload travels with its descriptor).
   double headers(double sends) const {
     const double peers = comm.size() - 1;
-    return peers * kDescriptorBytes + (sends - peers) * kHeaderBytes;
+    return peers * kDescriptorBytes + sends * kHeaderBytes;
   }
 
   std::shared_ptr<CountingTransport> counter;

@@ -1,0 +1,173 @@
+// The descriptor's envelope (docs/algorithms.md, "Descriptor exchange"): a small call's first
+// message to each peer travels with the descriptor, so the call has no round of its own for it;
+// a disagreement still fails every rank, leaves no message behind for the next call, and leaves
+// an in-place input as it was.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "counting_transport.h"
+#include "octet/collectives.h"
+#include "thread_ranks.h"
+#include "verify/verify.h"
+
+namespace octet {
+namespace {
+
+using test::CountingTransport;
+using test::expect_all;
+using test::expect_ok;
+
+CollectiveOptions always() {
+  CollectiveOptions o;
+  o.policy = Policy::kAlways;
+  return o;
+}
+
+// Messages each rank handed to its transport while fn ran on every rank.
+std::vector<uint64_t> sends(int p, const std::function<void(Comm&)>& fn) {
+  std::vector<std::shared_ptr<Transport>> wrapped;
+  std::vector<std::shared_ptr<CountingTransport>> counting;
+  for (auto& t : make_thread_transports(p)) {
+    counting.push_back(std::make_shared<CountingTransport>(t));
+    wrapped.push_back(counting.back());
+  }
+  expect_ok(test::run_on_threads(wrapped, fn));
+  std::vector<uint64_t> n;
+  for (const auto& c : counting) n.push_back(c->sends);
+  return n;
+}
+
+// Before the envelope, a descriptor was one more message to every peer: allreduce sent 3 (P-1)
+// messages per rank, reduce_scatter, allgather and broadcast 2 (P-1) (the root; P-1 elsewhere).
+TEST(Envelope, SmallCallsSendNoMessageOfTheirOwnForTheDescriptor) {
+  const int p = 4;
+  const size_t n = 8192;  // a block of 2048 per rank; 8 KiB compressed: fits an envelope
+  const uint64_t peers = p - 1;
+  for (uint64_t s : sends(p, [&](Comm& c) {
+         std::vector<float> x = verify::input(c.rank(), n), y(n);
+         allreduce(c, x.data(), y.data(), n, always());
+       }))
+    EXPECT_EQ(s, 2 * peers);
+  for (uint64_t s : sends(p, [&](Comm& c) {
+         std::vector<float> x = verify::input(c.rank(), n * p), y(n);
+         reduce_scatter(c, x.data(), y.data(), n, always());
+       }))
+    EXPECT_EQ(s, peers);
+  for (uint64_t s : sends(p, [&](Comm& c) {
+         std::vector<float> x = verify::input(c.rank(), n), y(n * p);
+         allgather(c, x.data(), y.data(), n, always());
+       }))
+    EXPECT_EQ(s, peers);
+  for (uint64_t s : sends(p, [&](Comm& c) {
+         std::vector<float> x = verify::input(0, n);
+         broadcast(c, x.data(), n, 1, always());
+       }))
+    EXPECT_EQ(s, peers);
+}
+
+// A large call sends its descriptor alone (its data does not fit an envelope) while it encodes.
+TEST(Envelope, LargeCallsSendTheDescriptorApart) {
+  const int p = 3;
+  const size_t n = 200000;  // one chunk per segment at the default chunk size
+  for (uint64_t s : sends(p, [&](Comm& c) {
+         std::vector<float> x = verify::input(c.rank(), n), y(n);
+         allreduce(c, x.data(), y.data(), n, always());
+       }))
+    EXPECT_EQ(s, 3u * (p - 1));
+}
+
+// A mismatch of either size fails every rank, and the next call on the same communicators gets
+// exact results: nothing of the failed call was left to be matched by it.
+TEST(Envelope, MismatchFailsEveryRankAndLeavesNothingBehind) {
+  for (size_t n : {size_t{1000}, size_t{100000}}) {
+    auto transports = make_thread_transports(4);
+    std::vector<std::unique_ptr<Comm>> comms;
+    for (auto& t : transports) comms.push_back(std::make_unique<Comm>(t));
+    auto on = [&](const std::function<void(Comm&)>& fn) {
+      std::vector<std::exception_ptr> errors(comms.size());
+      std::vector<std::thread> threads;
+      for (size_t r = 0; r < comms.size(); ++r)
+        threads.emplace_back([&, r] {
+          try {
+            fn(*comms[r]);
+          } catch (...) {
+            errors[r] = std::current_exception();
+          }
+        });
+      for (auto& t : threads) t.join();
+      return errors;
+    };
+    expect_all(on([&](Comm& c) {
+                 const size_t mine = c.rank() == 2 ? n + 1 : n;
+                 std::vector<float> x = verify::input(c.rank(), mine), y(mine);
+                 allreduce(c, x.data(), y.data(), mine, always());
+               }),
+               ErrorCode::kMismatch);
+    expect_ok(on([&](Comm& c) {
+      CollectiveOptions o = always();
+      o.min_bytes = ~size_t{0};  // uncompressed: exact, so any stray message would show
+      std::vector<float> x(n, static_cast<float>(c.rank() + 1)), y(n);
+      allreduce(c, x.data(), y.data(), n, o);
+      for (size_t i = 0; i < n; i += 97) ASSERT_EQ(y[i], 10.0f) << "n=" << n << " i=" << i;
+    }));
+  }
+}
+
+// A call that fails at the verdict has not written into its buffers, so an in-place input is
+// intact (the early stage only reads and encodes).
+TEST(Envelope, AFailedCallLeavesAnInPlaceInputIntact) {
+  for (size_t n : {size_t{512}, size_t{70000}}) {
+    expect_all(test::run_on_threads(3,
+                                    [&](Comm& c) {
+                                      const size_t mine = c.rank() == 0 ? n + 64 : n;
+                                      std::vector<float> all(mine * 3);
+                                      std::vector<float> x = verify::input(c.rank(), mine);
+                                      std::copy(x.begin(), x.end(), all.begin() + mine * c.rank());
+                                      const std::vector<float> before = all;
+                                      try {
+                                        allgather(c, nullptr, all.data(), mine, always());
+                                      } catch (...) {
+                                        EXPECT_EQ(all, before) << "allgather n=" << n;
+                                        throw;
+                                      }
+                                    }),
+               ErrorCode::kMismatch);
+    expect_all(test::run_on_threads(3,
+                                    [&](Comm& c) {
+                                      CollectiveOptions o = always();
+                                      if (c.rank() == 2) o.codec.type = DataType::kLinear;
+                                      std::vector<float> x = verify::input(c.rank(), n);
+                                      const std::vector<float> before = x;
+                                      try {
+                                        broadcast(c, x.data(), n, 0, o);
+                                      } catch (...) {
+                                        EXPECT_EQ(x, before) << "broadcast n=" << n;
+                                        throw;
+                                      }
+                                    }),
+               ErrorCode::kMismatch);
+  }
+}
+
+// Error feedback keeps the descriptor apart (a failed call must not have touched the residuals),
+// so ranks that differ only in it use different envelopes; they still agree and get one result.
+TEST(Envelope, RanksThatDifferInErrorFeedbackStillAgree) {
+  const int p = 3;
+  const size_t n = 3000;
+  std::vector<std::vector<float>> out(p);
+  expect_ok(test::run_on_threads(p, [&](Comm& c) {
+    CollectiveOptions o = always();
+    if (c.rank() == 1) o.error_feedback_key = "grad";
+    std::vector<float> x = verify::input(c.rank(), n), y(n);
+    allreduce(c, x.data(), y.data(), n, o);
+    out[static_cast<size_t>(c.rank())] = y;
+  }));
+  EXPECT_EQ(out[0], out[1]);
+  EXPECT_EQ(out[0], out[2]);
+}
+
+}  // namespace
+}  // namespace octet
