@@ -1,7 +1,11 @@
 // Point-to-point transfer of a compressed tensor. The sender first sends its descriptor, the
 // receiver answers with its own; both judge the pair the same way, so a disagreement fails both
-// sides with kMismatch before any data moves. Then the chunks are encoded and sent one by one
-// (pipelined). Transfers with the same peer and tag run one after the other, in call order.
+// sides with kMismatch before any data is decoded. A small tensor rides in the descriptor's
+// envelope (the receiver takes every envelope into room for 40 B + kEnvelopePayloadBytes, and
+// drops the payload if it disagrees), so the receiver has it one message after the call; larger
+// ones are encoded and sent chunk by chunk (pipelined) once the answer is in. Transfers with the
+// same peer and tag run one after the other, in call order.
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +50,9 @@ class PointToPoint : public Pipeline {
     mine_ = make_descriptor(OpKind::kSendRecv, count, -1,
                             local_error_.empty() ? chunk_codec_.get() : nullptr, o, local_error_);
     if (local_error_.empty()) set_units(chunks_in(count, chunk_codec_->chunk_elements()));
+    // Error feedback must not encode for a transfer that may yet fail.
+    enveloped_ = sending && local_error_.empty() && count > 0 && o.error_feedback_key.empty() &&
+                 unit_count() == 1 && chunk_codec_->capacity(count) <= kEnvelopePayloadBytes;
     ticket_ = core(comm).p2p_ticket(peer, tag_, sending);
   }
 
@@ -73,7 +80,8 @@ class PointToPoint : public Pipeline {
         auto ack = std::make_shared<DescriptorBytes>(mine_.pack());
         pending_.push_back(comm_.transport().isend(ack->data(), ack->size(), peer_, ack_tag_, ack));
       }
-      judge(Descriptor::unpack(*theirs_));
+      judge(their_descriptor());
+      take_envelope_payload();
     }
     return gate_open(pending_);
   }
@@ -88,14 +96,51 @@ class PointToPoint : public Pipeline {
 
   void post_descriptors() {
     Transport& t = comm_.transport();
-    theirs_ = std::make_shared<DescriptorBytes>();
     if (sending_) {
-      auto desc = std::make_shared<DescriptorBytes>(mine_.pack());
-      pending_.push_back(t.irecv(theirs_->data(), theirs_->size(), peer_, ack_tag_));
-      pending_.push_back(t.isend(desc->data(), desc->size(), peer_, tag_, desc));
+      theirs_.resize(kDescriptorBytes);
+      pending_.push_back(sized_recv(t, theirs_, their_bytes_, peer_, ack_tag_));
+      Bytes envelope = envelope_of(enveloped_ ? encode(0) : nullptr);
+      if (enveloped_) set_units(0);  // the tensor is in the envelope
+      pending_.push_back(t.isend(envelope->data(), envelope->size(), peer_, tag_, envelope));
     } else {
-      pending_.push_back(t.irecv(theirs_->data(), theirs_->size(), peer_, tag_));
+      theirs_.resize(kDescriptorBytes + kEnvelopePayloadBytes);
+      pending_.push_back(sized_recv(t, theirs_, their_bytes_, peer_, tag_));
     }
+  }
+
+  Bytes envelope_of(const Bytes& payload) const {
+    Descriptor d = mine_;
+    d.carries = payload ? 1 : 0;
+    const DescriptorBytes head = d.pack();
+    auto out = std::make_shared<ByteBuffer>(kDescriptorBytes + (payload ? payload->size() : 0));
+    std::memcpy(out->data(), head.data(), kDescriptorBytes);
+    if (payload && !payload->empty())
+      std::memcpy(out->data() + kDescriptorBytes, payload->data(), payload->size());
+    return out;
+  }
+
+  Descriptor their_descriptor() const {
+    if (their_bytes_ < kDescriptorBytes)
+      throw Error(ErrorCode::kMismatch,
+                  "rank " + std::to_string(peer_) + " sent something that is not a descriptor");
+    DescriptorBytes head;
+    std::memcpy(head.data(), theirs_.data(), kDescriptorBytes);
+    return Descriptor::unpack(head);
+  }
+
+  // The receiver, once the pair agrees: the whole tensor, if it came in the envelope.
+  void take_envelope_payload() {
+    if (sending_ || !their_descriptor().carries) return;
+    const ByteBuffer payload(theirs_.begin() + kDescriptorBytes, theirs_.begin() + their_bytes_);
+    chunk_codec_->decode(payload, payload.size(), buffer_, count_, false, peer_);
+    set_units(0);
+  }
+
+  Bytes encode(size_t k) const {
+    const Span c = chunk_of({0, count_}, chunk_codec_->chunk_elements(), k);
+    return chunk_codec_->encode(
+        buffer_ + c.begin, c.size, c.begin, 1,
+        "p2p/" + std::to_string(peer_) + "/" + std::to_string(tag_) + "/" + std::to_string(k));
   }
 
   void judge(const Descriptor& other) const {
@@ -117,9 +162,7 @@ class PointToPoint : public Pipeline {
     const Span c = chunk_of({0, count_}, chunk_codec_->chunk_elements(), k);
     if (sending_) {
       if (stage != 0) return;
-      Bytes b = chunk_codec_->encode(
-          buffer_ + c.begin, c.size, c.begin, 1,
-          "p2p/" + std::to_string(peer_) + "/" + std::to_string(tag_) + "/" + std::to_string(k));
+      Bytes b = encode(k);
       u.await(2, comm_.transport().isend(b->data(), b->size(), peer_, tag_, b));
     } else if (stage == 0) {
       u.part.resize(chunk_codec_->capacity(c.size));
@@ -140,10 +183,11 @@ class PointToPoint : public Pipeline {
   std::unique_ptr<ChunkCodec> chunk_codec_;
   std::string local_error_, unreachable_;
   Descriptor mine_;
-  std::shared_ptr<DescriptorBytes> theirs_;
+  ByteBuffer theirs_;  // the peer's envelope (receiver) or answer (sender)
+  size_t their_bytes_ = 0;
   std::vector<TransportRequestPtr> pending_;
   uint64_t ticket_ = 0;
-  bool turn_ = false, judged_ = false;
+  bool turn_ = false, judged_ = false, enveloped_ = false;
 };
 
 Request start(Comm& comm, float* buffer, size_t count, int peer, int tag,

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "counting_transport.h"
@@ -167,6 +168,67 @@ TEST(Envelope, RanksThatDifferInErrorFeedbackStillAgree) {
   }));
   EXPECT_EQ(out[0], out[1]);
   EXPECT_EQ(out[0], out[2]);
+}
+
+// Point to point: a small tensor travels in the sender's envelope (one message each way: the
+// envelope and the receiver's answer; before, the sender sent its descriptor and then the data).
+TEST(Envelope, ASmallSendIsOneMessageEachWay) {
+  const size_t n = 5000;
+  const auto count = sends(2, [&](Comm& c) {
+    std::vector<float> x = verify::input(0, n), y(n);
+    if (c.rank() == 0)
+      send(c, x.data(), n, 1, 3);
+    else
+      recv(c, y.data(), n, 0, 3);
+  });
+  EXPECT_EQ(count[0], 1u);
+  EXPECT_EQ(count[1], 1u);
+}
+
+// A disagreeing pair fails both sides, small (the tensor came in the envelope and is dropped) or
+// large, and the next transfer on the same tag gets exactly what was sent.
+TEST(Envelope, ADisagreeingSendLeavesNothingBehind) {
+  for (size_t n : {size_t{100}, size_t{50000}}) {
+    auto transports = make_thread_transports(2);
+    Comm a(transports[0]), b(transports[1]);
+    std::exception_ptr error[2];
+    auto both = [&](const std::function<void(Comm&)>& fn) {
+      std::thread t0([&] {
+        try {
+          fn(a);
+        } catch (...) {
+          error[0] = std::current_exception();
+        }
+      });
+      try {
+        fn(b);
+      } catch (...) {
+        error[1] = std::current_exception();
+      }
+      t0.join();
+    };
+    both([&](Comm& c) {
+      std::vector<float> x(n, 2.0f);
+      if (c.rank() == 0)
+        send(c, x.data(), n, 1, 7);
+      else
+        recv(c, x.data(), n - 10, 0, 7);
+    });
+    expect_all({error[0], error[1]}, ErrorCode::kMismatch);
+    error[0] = error[1] = nullptr;
+    both([&](Comm& c) {
+      CollectiveOptions exact;
+      exact.min_bytes = ~size_t{0};
+      std::vector<float> x(n, c.rank() == 0 ? 3.0f : 0.0f);
+      if (c.rank() == 0) {
+        send(c, x.data(), n, 1, 7, exact);
+        return;
+      }
+      recv(c, x.data(), n, 0, 7, exact);
+      for (size_t i = 0; i < n; i += 7) ASSERT_EQ(x[i], 3.0f) << "n=" << n << " i=" << i;
+    });
+    expect_ok({error[0], error[1]});
+  }
 }
 
 }  // namespace
