@@ -43,6 +43,7 @@ std::vector<size_t> row_sizes(const Config& c, const BenchOp& op, int ranks) {
   if (!(c.factor > 1 && std::isfinite(c.factor)))
     fail("-f must be a finite number > 1, not " + number(c.factor));
   if (c.iters < 1) fail("-n must be at least 1");
+  if (c.rounds < 1) fail("--rounds must be at least 1");
   if (c.warmup < 0) fail("-w must be at least 0");
   std::vector<size_t> sizes;
   for (double s = double(c.first_bytes); s <= double(c.last_bytes) * (1 + 1e-9); s *= c.factor) {
@@ -110,7 +111,8 @@ class Engine {
     row.bytes = op_.row_bytes(count);
     in_ = inputs_.slice(rank_, 0, op_.input_count(count));
     out_.assign(op_.output_count(count), 0.0f);
-    row.octet = time(true, count);
+    const Sides seconds = time_sides(count);
+    row.octet = over_ranks(seconds.octet);
     row.policy = choice(count);
     verify::Reference want;
     if (c_.check) {
@@ -118,7 +120,7 @@ class Engine {
       row.octet_check = check(true, count, want);
     }
     if (c_.baseline) {
-      row.baseline = time(false, count);
+      row.baseline = over_ranks(seconds.baseline);
       if (c_.check) row.baseline_check = check(false, count, want);
     }
     row.ratio = row.policy.compress ? compression_ratio(count) : 1.0;
@@ -133,14 +135,49 @@ class Engine {
       op_.run_baseline(in_.data(), out_.data(), count);
   }
 
-  // Per-rank mean over the timed calls, then avg/min/max over ranks.
-  Timing time(bool octet, size_t count) {
+  struct Sides {
+    double octet = 0, baseline = 0;  // this rank's seconds per call
+  };
+
+  // This rank's time per call of each side: the timed calls in `rounds` blocks, Octet's and
+  // MPI's blocks taking turns (ABBA), each side's time the median of its blocks' means, so that
+  // a burst of load on a shared machine lands in one block of one side instead of skewing a
+  // whole column. One round: all of Octet's calls, then all of MPI's.
+  Sides time_sides(size_t count) {
+    const bool sides[2] = {true, c_.baseline};
+    for (int s = 0; s < 2; ++s) {
+      if (!sides[s]) continue;
+      op_.prepare(in_, out_);
+      for (int w = 0; w < c_.warmup; ++w) call(s == 0, count);
+    }
+    const int rounds = std::min(c_.rounds, c_.iters);
+    std::vector<double> blocks[2];
+    for (int r = 0; r < rounds; ++r) {
+      const int calls = c_.iters / rounds + (r < c_.iters % rounds ? 1 : 0);
+      for (int turn = 0; turn < 2; ++turn) {
+        const int s = r % 2 ? 1 - turn : turn;
+        if (sides[s]) blocks[s].push_back(time_block(s == 0, count, calls));
+      }
+    }
+    return {median(blocks[0]), sides[1] ? median(blocks[1]) : 0.0};
+  }
+
+  double time_block(bool octet, size_t count, int calls) {
     op_.prepare(in_, out_);
-    for (int w = 0; w < c_.warmup; ++w) call(octet, count);
     PMPI_Barrier(MPI_COMM_WORLD);
     const double t0 = PMPI_Wtime();
-    for (int it = 0; it < c_.iters; ++it) call(octet, count);
-    const double t = (PMPI_Wtime() - t0) / c_.iters;
+    for (int it = 0; it < calls; ++it) call(octet, count);
+    return (PMPI_Wtime() - t0) / calls;
+  }
+
+  static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t h = v.size() / 2;
+    return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+  }
+
+  // avg/min/max over ranks of each rank's time per call.
+  Timing over_ranks(double t) {
     Timing r;
     double sum = 0;
     PMPI_Allreduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);

@@ -30,9 +30,10 @@ struct Config {
   uint64_t last_bytes = uint64_t{64} << 20;  // no row above this
   double factor = 2;                         // size multiplier between rows (> 1)
   int iters = 20, warmup = 5;                // timed (>= 1) and untimed (>= 0) calls per row
-  CollectiveOptions options;                 // type, block, rounding, average, min_bytes, chunks
-  bool check = true;                         // error columns and #wrong
-  bool baseline = true;                      // time (and check) the fp32 PMPI call too
+  int rounds = 1;             // blocks the timed calls are cut into, Octet's and MPI's taking turns
+  CollectiveOptions options;  // type, block, rounding, average, min_bytes, chunks
+  bool check = true;          // error columns and #wrong
+  bool baseline = true;       // time (and check) the fp32 PMPI call too
   std::string json;  // empty: no JSON; "-": JSON on stdout instead of the table; else a file
 };
 

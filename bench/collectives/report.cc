@@ -48,17 +48,18 @@ Report::Report(const Config& config, int rank, int ranks, uint32_t block, double
   if (!table_) return;
   const CollectiveOptions& o = config.options;
   std::printf(
-      "# octet bench %s: %d ranks, type %s, block %u%s%s, iters %d, warmup %d, chunk %zu B, "
-      "window %d, policy %s, min_bytes %zu\n",
+      "# octet bench %s: %d ranks, type %s, block %u%s%s, iters %d, warmup %d, rounds %d, chunk "
+      "%zu B, window %d, policy %s, min_bytes %zu\n",
       operation_name(config.op).c_str(), ranks, data_type_name(o.codec.type), block,
       o.codec.stochastic ? ", stochastic" : "", o.average ? ", average" : "", config.iters,
-      config.warmup, o.chunk_bytes, o.window, policy_name(o.policy), o.min_bytes);
+      config.warmup, config.rounds, o.chunk_bytes, o.window, policy_name(o.policy), o.min_bytes);
   std::printf("# baseline: fp32 PMPI call; MPI variables set:");
   const auto vars = mpi_algorithm_vars();
   if (vars.empty()) std::printf(" none (OpenMPI picks its algorithm)");
   for (const auto& v : vars) std::printf(" %s", v.c_str());
   std::printf(
-      "\n# time in us (avg over ranks of each rank's mean; min/max over ranks); bw in GB/s "
+      "\n# time in us (avg over ranks of each rank's mean, with --rounds > 1 the median of its "
+      "blocks' means; min/max over ranks); bw in GB/s "
       "of the fp32 size; maxrel = max|err| / max|exact|; #wrong outside the bound; zip = the "
       "policy compressed the row\n");
   std::printf(
@@ -134,6 +135,7 @@ void Report::finish() const {
                               {"block", block_},
                               {"iters", config_.iters},
                               {"warmup", config_.warmup},
+                              {"rounds", config_.rounds},
                               {"chunk_bytes", o.chunk_bytes},
                               {"window", o.window},
                               {"min_bytes", o.min_bytes},

@@ -17,7 +17,7 @@ struct BenchArgs {
   std::string op, first = "8", last = "64M", min_bytes = "0", chunk_bytes = "1M";
   std::string type = "dynamic", policy = "auto";
   double factor = 2;
-  int iters = 20, warmup = 5, window = 4;
+  int iters = 20, warmup = 5, window = 4, rounds = 1;
   uint32_t block = 0;
   bool stochastic = false, average = false, check = true, baseline = true;
   std::string json;
@@ -32,6 +32,7 @@ bench::Config to_config(const BenchArgs& a) {
   c.factor = a.factor;
   c.iters = a.iters;
   c.warmup = a.warmup;
+  c.rounds = a.rounds;
   c.options.codec.type = parse_data_type(a.type);
   c.options.codec.block_size = a.block;
   c.options.codec.stochastic = a.stochastic;
@@ -83,6 +84,10 @@ void add_bench_commands(CLI::App& app) {
   c->add_option("-f,--stepfactor", args->factor, "size multiplier between rows");
   c->add_option("-n,--iters", args->iters, "timed iterations per size")->check(at_least(1));
   c->add_option("-w,--warmup", args->warmup, "untimed iterations first")->check(at_least(0));
+  c->add_option("--rounds", args->rounds,
+                "cut the timed iterations into this many blocks, Octet's and MPI's alternating; "
+                "each side's time is the median of its blocks")
+      ->check(at_least(1));
   c->add_option("--type", args->type, "codec data type");
   c->add_option("--block", args->block, "block size (0: the type's default)")
       ->check(at_least<uint32_t>(0));
