@@ -239,6 +239,11 @@ void run(const Config& config) {
       rank != 0 || config.json.empty() || config.json == "-" || std::ofstream(config.json).good();
   PMPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (!writable) throw SweepError(ErrorCode::kInvalidArgument, "cannot write " + config.json);
+  if (config.prepare) try {
+      config.prepare(comm);
+    } catch (const Error& e) {
+      throw SweepError(e.code(), e.what());
+    }
   Engine engine(config, *op, comm);
   Report report(config, rank, ranks, block, op->busbw_factor());
   for (size_t bytes : sizes) report.add(engine.measure(bytes));
