@@ -112,6 +112,11 @@ class Engine {
     out_.assign(op_.output_count(count), 0.0f);
     row.octet = time(true, count);
     row.policy = choice(count);
+    if (c_.op == Operation::kAllreduce && c_.options.policy == Policy::kAuto) {
+      row.flat_seconds = forced(count, CollectiveOptions::AllreduceAlgorithm::kFlat);
+      row.hierarchical_seconds =
+          forced(count, CollectiveOptions::AllreduceAlgorithm::kHierarchical);
+    }
     verify::Reference want;
     if (c_.check) {
       want = op_.reference(verify::source(inputs_), count, verify::quantization(c_.options, count));
@@ -182,6 +187,13 @@ class Engine {
       return e;
     }
     return estimate_policy(comm_, kCollective[static_cast<int>(c_.op)], count, c_.options);
+  }
+
+  // The compressed allreduce's predicted seconds with `algorithm` forced.
+  double forced(size_t count, CollectiveOptions::AllreduceAlgorithm algorithm) {
+    CollectiveOptions o = c_.options;
+    o.allreduce_algorithm = algorithm;
+    return estimate_policy(comm_, Collective::kAllreduce, count, o).compressed_seconds;
   }
 
   // fp32 bytes over payload bytes of this rank's input.

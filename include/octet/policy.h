@@ -5,7 +5,11 @@
 // fp32 call (the transport's own collective where it has one, e.g. MPI's tuned algorithms) and
 // the compressed call at a few sizes; the times (medians over calls and ranks) form two curves,
 // interpolated linearly between the sizes and extrapolated with the last segment's slope. A call
-// compresses when the compressed curve is below the plain one at its size. Blocking calls then
+// compresses when the compressed curve is below the plain one at its size. An allreduce on a Comm
+// whose hosts allow the hierarchical algorithm (several hosts, several ranks on some) has a
+// curve for each algorithm, and a compressed call takes the lower one (CollectiveOptions::
+// allreduce_algorithm may force one). set_policy_curves and load_policy_curves seed the curves
+// instead of measuring them. Blocking calls then
 // record their time, and after kPolicySyncCalls `auto` calls (then twice as many each time, up to
 // kPolicySyncMaxCalls) the ranks agree on what they observed and correct the curves per size
 // bucket. Every input of the decision is agreed (the same medians),
