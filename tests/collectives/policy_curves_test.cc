@@ -11,8 +11,10 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "collectives/c_comm.h"
 #include "counting_transport.h"
 #include "octet/collectives.h"
 #include "octet/policy.h"
@@ -135,6 +137,43 @@ TEST(PolicyCurves, AnotherCodecOnOneRankIsAMismatch) {
                                     set_policy_curves(comm, Collective::kAllreduce, codec, lines());
                                   }),
              ErrorCode::kMismatch);
+}
+
+// The C API: octet_policy_set_curves drives octet_policy_decide; a null curve on one rank and
+// a missing file fail on every rank with a status and one line.
+TEST(PolicyCurves, CApi) {
+  const int p = 2;
+  auto transports = make_thread_transports(p);
+  std::vector<std::vector<int>> got(p);
+  std::vector<std::string> message(p);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < p; ++r)
+    threads.emplace_back([&, r] {
+      octet_comm comm = nullptr;
+      if (detail::wrap_comm(transports[r], &comm) != OCTET_OK) return;
+      const PolicyCurves c = lines();
+      const octet_policy_curves curves = {c.bytes.size(), c.bytes.data(), c.plain_seconds.data(),
+                                          c.compressed_seconds.data(), nullptr};
+      got[r].push_back(octet_policy_set_curves(comm, OCTET_COLLECTIVE_ALLREDUCE, nullptr, &curves));
+      for (size_t n : {size_t{29000}, size_t{31000}}) {
+        int compress = -1;
+        got[r].push_back(
+            octet_policy_decide(comm, OCTET_COLLECTIVE_ALLREDUCE, n, nullptr, &compress));
+        got[r].push_back(compress);
+      }
+      got[r].push_back(octet_policy_set_curves(comm, OCTET_COLLECTIVE_BROADCAST, nullptr,
+                                               r == 1 ? nullptr : &curves));
+      got[r].push_back(octet_policy_load_curves(comm, "/nonexistent/curves"));
+      message[r] = octet_last_error_message();
+      octet_comm_free(comm);
+    });
+  for (auto& t : threads) t.join();
+  const std::vector<int> want = {
+      OCTET_OK, OCTET_OK, 0, OCTET_OK, 1, OCTET_ERR_INVALID_ARGUMENT, OCTET_ERR_INVALID_ARGUMENT};
+  for (int r = 0; r < p; ++r) {
+    EXPECT_EQ(got[r], want) << "rank " << r;
+    EXPECT_EQ(message[r], "/nonexistent/curves: cannot read the file");
+  }
 }
 
 // ---------------------------------------------------------------- the file
