@@ -13,13 +13,20 @@ namespace {
 
 thread_local std::string g_last_error;
 
+CodecOptions codec_of(const octet_options* o) {
+  CodecOptions c;
+  if (!o) return c;
+  c.type = static_cast<DataType>(o->type);
+  c.block_size = o->block_size;
+  c.stochastic = o->stochastic != 0;
+  c.seed = o->seed;
+  return c;
+}
+
 CollectiveOptions convert(const octet_options* o) {
   CollectiveOptions c;
   if (!o) return c;
-  c.codec.type = static_cast<DataType>(o->type);
-  c.codec.block_size = o->block_size;
-  c.codec.stochastic = o->stochastic != 0;
-  c.codec.seed = o->seed;
+  c.codec = codec_of(o);
   if (o->error_feedback_key) c.error_feedback_key = o->error_feedback_key;
   c.min_bytes = o->min_bytes;
   c.average = o->average != 0;
@@ -86,6 +93,7 @@ const char* last_error() {
 }  // namespace detail
 }  // namespace octet
 
+using octet::detail::codec_of;
 using octet::detail::collective_of;
 using octet::detail::comm_of;
 using octet::detail::convert;
@@ -277,7 +285,7 @@ octet_status octet_policy_set_curves(octet_comm comm, octet_collective op,
         given.hierarchical_seconds.assign(curves->hierarchical_seconds,
                                           curves->hierarchical_seconds + n);
     }
-    octet::set_policy_curves(c, collective_of(op), convert(options).codec, given);
+    octet::set_policy_curves(c, collective_of(op), codec_of(options), given);
   });
 }
 

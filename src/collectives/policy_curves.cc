@@ -1,8 +1,10 @@
 // Seeded cost curves for `auto` (octet/policy.h): their rules, their agreement across ranks, and
 // the policy-curve file (its writer and its strict, bounded parser, fuzzed by
 // tests/fuzz/policy_file_fuzz.cc).
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -90,7 +92,7 @@ double key_code(Collective op, const CodecOptions& codec, uint32_t block) {
          4 * (static_cast<double>(codec.type) + 16 * (codec.stochastic + 2.0 * block));
 }
 
-// The rank-indexed slots [first, first + P) after the agreement: rank r's value in slot r.
+// After the agreement: every rank's error flag (slot r: rank r's), then every rank's code.
 void check_slots(const std::vector<double>& v, int ranks, const std::string& mine) {
   for (int r = 0; r < ranks; ++r)
     if (v[r] > 0)
@@ -275,6 +277,35 @@ std::string point(double x) {
   return std::string(buf, ec == std::errc() ? end : buf);
 }
 
+// This rank's part of the agreement: P error flags (mine 1 when code is 0, for invalid curves), P
+// codes of the collective and codec, then the three curves resampled at grid() (0: none).
+std::vector<double> contribution(const Comm& comm, double code, const PolicyCurves& curves) {
+  const size_t p = static_cast<size_t>(comm.size()), me = static_cast<size_t>(comm.rank());
+  std::vector<double> v(2 * p, 0.0);
+  v[me] = code > 0 ? 0 : 1;
+  v[p + me] = code;
+  for (const auto* t :
+       {&curves.plain_seconds, &curves.compressed_seconds, &curves.hierarchical_seconds})
+    for (double x : code > 0 ? resample(curves.bytes, *t) : std::vector<double>(grid().size()))
+      v.push_back(x);
+  return v;
+}
+
+// The agreed curves out of the agreed contributions.
+PolicyCurves agreed_curves(const std::vector<double>& v, int ranks) {
+  const size_t n = grid().size();
+  const auto at = v.begin() + 2 * static_cast<std::ptrdiff_t>(ranks);
+  PolicyCurves c;
+  c.bytes = grid();
+  c.plain_seconds.assign(at, at + n);
+  c.compressed_seconds.assign(at + n, at + 2 * n);
+  c.hierarchical_seconds.assign(at + 2 * n, v.end());
+  bool any = false;
+  for (double x : c.hierarchical_seconds) any = any || x > 0;
+  if (!any) c.hierarchical_seconds.clear();
+  return c;
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -295,7 +326,6 @@ const char* collective_name(Collective op) {
 void set_policy_curves(Comm& comm, Collective op, const CodecOptions& codec,
                        const PolicyCurves& curves) {
   using namespace detail;
-  const int p = comm.size(), me = comm.rank();
   std::string why;
   uint32_t block = 0;
   try {
@@ -304,27 +334,10 @@ void set_policy_curves(Comm& comm, Collective op, const CodecOptions& codec,
   } catch (const Error& e) {
     why = e.what();
   }
-  // Slots: P error flags, P key codes, then the three resampled curves.
-  std::vector<double> v(2 * static_cast<size_t>(p), 0.0);
-  v[me] = why.empty() ? 0 : 1;
-  v[p + me] = why.empty() ? key_code(op, codec, block) : 0;
-  for (const auto* t :
-       {&curves.plain_seconds, &curves.compressed_seconds, &curves.hierarchical_seconds}) {
-    const std::vector<double> r = why.empty() ? resample(curves.bytes, *t) : grid();
-    for (double x : r) v.push_back(why.empty() ? x : 0);
-  }
+  std::vector<double> v = contribution(comm, why.empty() ? key_code(op, codec, block) : 0, curves);
   agree(comm, v);
-  check_slots(v, p, why);
-  const size_t n = grid().size(), at = 2 * static_cast<size_t>(p);
-  PolicyCurves agreed;
-  agreed.bytes = grid();
-  agreed.plain_seconds.assign(v.begin() + at, v.begin() + at + n);
-  agreed.compressed_seconds.assign(v.begin() + at + n, v.begin() + at + 2 * n);
-  agreed.hierarchical_seconds.assign(v.begin() + at + 2 * n, v.end());
-  bool any = false;
-  for (double x : agreed.hierarchical_seconds) any = any || x > 0;
-  if (!any) agreed.hierarchical_seconds.clear();
-  install(comm, key_of(op, codec), agreed);
+  check_slots(v, comm.size(), why);
+  install(comm, key_of(op, codec), agreed_curves(v, comm.size()));
 }
 
 std::string format_policy_curves(const std::vector<PolicyCurveSet>& sets) {
