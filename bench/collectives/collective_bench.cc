@@ -114,6 +114,11 @@ class Engine {
     const Sides seconds = time_sides(count);
     row.octet = over_ranks(seconds.octet);
     row.policy = choice(count);
+    if (c_.op == Operation::kAllreduce && c_.options.policy == Policy::kAuto) {
+      row.flat_seconds = forced(count, CollectiveOptions::AllreduceAlgorithm::kFlat);
+      row.hierarchical_seconds =
+          forced(count, CollectiveOptions::AllreduceAlgorithm::kHierarchical);
+    }
     verify::Reference want;
     if (c_.check) {
       want = op_.reference(verify::source(inputs_), count, verify::quantization(c_.options, count));
@@ -221,6 +226,13 @@ class Engine {
     return estimate_policy(comm_, kCollective[static_cast<int>(c_.op)], count, c_.options);
   }
 
+  // The compressed allreduce's predicted seconds with `algorithm` forced.
+  double forced(size_t count, CollectiveOptions::AllreduceAlgorithm algorithm) {
+    CollectiveOptions o = c_.options;
+    o.allreduce_algorithm = algorithm;
+    return estimate_policy(comm_, Collective::kAllreduce, count, o).compressed_seconds;
+  }
+
   // fp32 bytes over payload bytes of this rank's input.
   double compression_ratio(size_t count) const {
     CodecOptions codec = c_.options.codec;
@@ -276,6 +288,11 @@ void run(const Config& config) {
       rank != 0 || config.json.empty() || config.json == "-" || std::ofstream(config.json).good();
   PMPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (!writable) throw SweepError(ErrorCode::kInvalidArgument, "cannot write " + config.json);
+  if (config.prepare) try {
+      config.prepare(comm);
+    } catch (const Error& e) {
+      throw SweepError(e.code(), e.what());
+    }
   Engine engine(config, *op, comm);
   Report report(config, rank, ranks, block, op->busbw_factor());
   for (size_t bytes : sizes) report.add(engine.measure(bytes));

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,10 @@ struct Config {
   bool check = true;          // error columns and #wrong
   bool baseline = true;       // time (and check) the fp32 PMPI call too
   std::string json;  // empty: no JSON; "-": JSON on stdout instead of the table; else a file
+  // Runs on the benchmark's Comm before the sweep, on every rank (octet bench --calibration seeds
+  // `auto`'s cost curves there); an octet::Error it throws on every rank ends the run as a
+  // SweepError.
+  std::function<void(Comm&)> prepare;
 };
 
 // An error every rank meets alike (a bad argument, a sweep without rows, buffers that would not

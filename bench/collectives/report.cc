@@ -61,7 +61,7 @@ Report::Report(const Config& config, int rank, int ranks, uint32_t block, double
       "\n# time in us (avg over ranks of each rank's mean, with --rounds > 1 the median of its "
       "blocks' means; min/max over ranks); bw in GB/s "
       "of the fp32 size; maxrel = max|err| / max|exact|; #wrong outside the bound; zip = the "
-      "policy compressed the row\n");
+      "policy compressed the row (hie: with the hierarchical allreduce)\n");
   std::printf(
       "#%11s %11s %3s %5s | %10s %10s %10s %7s %7s %6s %9s %9s %9s %7s %3s | %10s %7s %7s "
       "%9s %6s | %7s\n",
@@ -77,9 +77,12 @@ void Report::add(const Row& r) {
        {"count", r.count},
        {"ratio", r.ratio},
        {"compressed", r.policy.compress},
+       {"hierarchical", r.policy.compress && r.policy.hierarchical},
        {"predicted_us",
         {{"plain", r.policy.plain_seconds * 1e6},
-         {"compressed", r.policy.compressed_seconds * 1e6}}},
+         {"compressed", r.policy.compressed_seconds * 1e6},
+         {"flat", r.flat_seconds * 1e6},
+         {"hierarchical", r.hierarchical_seconds * 1e6}}},
        {"time_us", timing_json(r.octet)},
        {"algbw_GBps", alg},
        {"busbw_GBps", alg * busbw_},
@@ -94,8 +97,11 @@ void Report::add(const Row& r) {
   if (!table_) return;
   const verify::Errors& e = r.octet_check.errors;
   std::printf("%12zu %11zu %3s %5.2f | %10.1f %10.1f %10.1f %7.3f %7.3f %6s", r.bytes, r.count,
-              r.policy.compress ? "yes" : "no", r.ratio, r.octet.avg * 1e6, r.octet.min * 1e6,
-              r.octet.max * 1e6, alg, alg * busbw_, "");
+              !r.policy.compress      ? "no"
+              : r.policy.hierarchical ? "hie"
+                                      : "yes",
+              r.ratio, r.octet.avg * 1e6, r.octet.min * 1e6, r.octet.max * 1e6, alg, alg * busbw_,
+              "");
   if (config_.check)
     std::printf(" %9.2e %9.2e %9.2e %7llu %3s", e.max_abs, e.max_rel, e.rms(),
                 (unsigned long long)e.wrong, r.octet_check.identical ? "yes" : "NO");

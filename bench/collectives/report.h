@@ -29,6 +29,9 @@ struct Row {
   size_t bytes = 0, count = 0;
   double ratio = 1;       // fp32 bytes / payload bytes of this rank's input (1: not compressed)
   PolicyEstimate policy;  // what the policy chose (after the row's calls) and its predictions
+  // allreduce under `auto`: the compressed call's predicted seconds with each algorithm forced
+  // (where the hierarchical one is no candidate, its curve is the flat one); 0: not asked.
+  double flat_seconds = 0, hierarchical_seconds = 0;
   Timing octet, baseline;
   Checked octet_check, baseline_check;
 };

@@ -84,9 +84,11 @@ struct CollectiveOptions {
                                          // whole blocks)
   int window = 4;                        // chunks in flight
   int threads = 1;                       // codec threads per encode/decode (1: calling thread)
-  // allreduce's algorithm for compressed calls: kAuto takes the hierarchical one (exact fp32
-  // inside each host, compressed between hosts) when the transport reports more than one host
-  // and some host holds more than one rank (Transport::host_of); docs/algorithms.md.
+  // allreduce's algorithm for compressed calls, where the transport reports more than one host
+  // and some host holds more than one rank (Transport::host_of): kAuto takes the cheaper of the
+  // hierarchical one (exact fp32 inside each host, compressed between hosts) and the flat one
+  // under policy `auto` (its cost curves, octet/policy.h), the hierarchical one under `always`;
+  // kFlat and kHierarchical force one. docs/algorithms.md.
   enum class AllreduceAlgorithm : uint8_t { kAuto, kFlat, kHierarchical };
   AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::kAuto;
 };

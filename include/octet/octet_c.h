@@ -145,6 +145,27 @@ typedef enum {
 OCTET_API octet_status octet_policy_decide(octet_comm comm, octet_collective op, size_t count,
                                            const octet_options* options, int* compress);
 
+/* Cost curves for the auto policy (octet::PolicyCurves): `points` ascending fp32 sizes (as
+ * octet_policy_decide's count, in bytes) with the times of the plain and the compressed call in
+ * seconds; hierarchical_seconds (allreduce only) may be NULL. */
+typedef struct {
+  size_t points;
+  const double* bytes;
+  const double* plain_seconds;
+  const double* compressed_seconds;
+  const double* hierarchical_seconds;
+} octet_policy_curves;
+
+/* Seeds the auto policy's cost model for op with the codec of options (type, block, stochastic),
+ * instead of measuring it on first use (octet::set_policy_curves: collective, the ranks agree on
+ * the curves; invalid curves on any rank fail on every rank). */
+OCTET_API octet_status octet_policy_set_curves(octet_comm comm, octet_collective op,
+                                               const octet_options* options,
+                                               const octet_policy_curves* curves);
+/* Seeds it from a policy-curve file, rank 0's copy (octet::load_policy_curves: collective; a bad
+ * or unreadable file fails on every rank with one line "<path>:<line>: <why>"). */
+OCTET_API octet_status octet_policy_load_curves(octet_comm comm, const char* path);
+
 OCTET_API octet_status octet_wait(octet_request* request);
 /* *compressed = whether the started call compresses (its policy's decision: octet/policy.h). */
 OCTET_API octet_status octet_request_compressed(octet_request request, int* compressed);

@@ -117,6 +117,17 @@ void parse_bool_var(octet_shim_config* c, const char* (*lookup)(const char*), co
   if (v && !parse_bool(v, out)) fail(c, name, v, "0 or 1");
 }
 
+// A path variable into out[4096].
+void parse_path(octet_shim_config* c, const char* (*lookup)(const char*), const char* name,
+                char (&out)[4096]) {
+  const char* v = lookup(name);
+  if (!v) return;
+  if (std::strlen(v) >= sizeof out)
+    fail(c, name, "...", "a path shorter than 4096 bytes");
+  else
+    std::snprintf(out, sizeof out, "%s", v);
+}
+
 const char* env_lookup(const char* name) {
   return std::getenv(name);
 }
@@ -148,12 +159,8 @@ void octet_shim_config_parse(octet_shim_config* c, const char* (*lookup)(const c
     fail(c, "OCTET_PROGRESS", v, "thread or eager");
   if ((v = lookup("OCTET_POLICY")) && !parse_policy(v, &c->policy))
     fail(c, "OCTET_POLICY", v, "auto, always or never");
-  if ((v = lookup("OCTET_REPORT"))) {
-    if (std::strlen(v) >= sizeof c->report)
-      fail(c, "OCTET_REPORT", "...", "a path shorter than 4096 bytes");
-    else
-      std::snprintf(c->report, sizeof c->report, "%s", v);
-  }
+  parse_path(c, lookup, "OCTET_REPORT", c->report);
+  parse_path(c, lookup, "OCTET_CALIBRATION", c->calibration);
 }
 
 void octet_shim_config_from_env(octet_shim_config* config) {
@@ -163,13 +170,21 @@ void octet_shim_config_from_env(octet_shim_config* config) {
 void octet_shim_config_fields(const octet_shim_config* c,
                               int64_t fields[OCTET_SHIM_CONFIG_FIELDS]) {
   // The report path itself may differ (only rank 0 writes it) but whether there is one decides
-  // whether every rank joins the gathering at finalize, so that much must agree.
-  const int64_t f[OCTET_SHIM_CONFIG_FIELDS] = {c->valid,      c->enable,
-                                               c->ops,        c->type,
-                                               c->block,      static_cast<int64_t>(c->min_bytes),
-                                               c->stochastic, c->error_feedback,
-                                               c->shadow,     c->report[0] != '\0',
-                                               c->progress,   c->policy};
+  // whether every rank joins the gathering at finalize, so that much must agree. So with the
+  // calibration: loading it is collective (rank 0's file is the one every rank takes).
+  const int64_t f[OCTET_SHIM_CONFIG_FIELDS] = {c->valid,
+                                               c->enable,
+                                               c->ops,
+                                               c->type,
+                                               c->block,
+                                               static_cast<int64_t>(c->min_bytes),
+                                               c->stochastic,
+                                               c->error_feedback,
+                                               c->shadow,
+                                               c->report[0] != '\0',
+                                               c->progress,
+                                               c->policy,
+                                               c->calibration[0] != '\0'};
   std::memcpy(fields, f, sizeof f);
 }
 

@@ -49,6 +49,9 @@ typedef struct {
   int progress;         /* OCTET_PROGRESS, an octet_shim_progress (default: thread) */
   octet_policy policy;  /* OCTET_POLICY: auto (default), always or never (octet/policy.h) */
   char report[4096];    /* OCTET_REPORT, empty = no report */
+  /* OCTET_CALIBRATION: a policy-curve file (octet predict curves) that seeds the auto policy's
+   * cost curves on each communicator instead of measuring them; empty = measure. */
+  char calibration[4096];
 } octet_shim_config;
 
 /* Fills *config from getenv(). Never fails: problems set valid = 0 and error. */
@@ -60,7 +63,7 @@ void octet_shim_config_parse(octet_shim_config* config, const char* (*lookup)(co
 /* Everything that changes what the shim does, valid flag included, as integers: ranks whose
  * fields differ would take different decisions, so the shims compare them across ranks (exactly,
  * with a MIN and a MAX reduction). */
-#define OCTET_SHIM_CONFIG_FIELDS 12
+#define OCTET_SHIM_CONFIG_FIELDS 13
 void octet_shim_config_fields(const octet_shim_config* config,
                               int64_t fields[OCTET_SHIM_CONFIG_FIELDS]);
 

@@ -149,13 +149,30 @@ bool all_agree(MPI_Comm own, bool local) {
   return PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, own) == MPI_SUCCESS && all == 1;
 }
 
+// Seeds the auto policy's curves of a new communicator from OCTET_CALIBRATION. Collective; the
+// outcome is the same on every rank (rank 0's file), so on a bad file every rank frees the
+// communicator and its calls pass through.
+octet_comm load_calibration(MPI_Comm own, octet_comm comm) {
+  const char* path = g_state.config.calibration;
+  if (!path[0] || octet_policy_load_curves(comm, path) == OCTET_OK) return comm;
+  int rank = 0;
+  PMPI_Comm_rank(own, &rank);
+  if (rank == 0)
+    std::fprintf(stderr,
+                 "octet-pmpi: OCTET_CALIBRATION: %s; calls on this communicator pass "
+                 "through\n",
+                 octet_last_error_message());
+  octet_comm_free(comm);
+  return nullptr;
+}
+
 // Creates the Octet communicator over the shim's own one; every rank learns whether all
 // succeeded, so that a failure on one rank makes all of them pass through instead of
 // deadlocking.
 octet_comm agreed_create(MPI_Comm own) {
   octet_comm created = nullptr;
   const octet_status s = octet_comm_from_mpi(own, &created);
-  if (all_agree(own, s == OCTET_OK)) return created;
+  if (all_agree(own, s == OCTET_OK)) return load_calibration(own, created);
   if (s != OCTET_OK)
     std::fprintf(stderr,
                  "octet-pmpi: rank %d: cannot create an Octet communicator (%s); "

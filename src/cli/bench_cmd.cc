@@ -1,6 +1,8 @@
 // octet bench allreduce|reduce_scatter|allgather|broadcast|sendrecv: the command line of the
 // collective benchmark, whose engine is bench/collectives/ (run under mpirun).
+#include <functional>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "bench/collectives/collective_bench.h"
@@ -8,6 +10,7 @@
 #include "cli/mpi_session.h"
 #include "cli/support.h"
 #include "octet/units.h"
+#include "predictor/predictor.h"
 
 namespace octet {
 namespace cli {
@@ -22,7 +25,34 @@ struct BenchArgs {
   bool stochastic = false, average = false, check = true, baseline = true;
   std::string json;
   std::string algorithm = "auto";
+  std::string calibration;
 };
+
+// The hosts of comm's ranks, as Transport::host_of names them.
+int hosts_of(const Comm& comm) {
+  std::set<int> hosts;
+  for (int r = 0; r < comm.size(); ++r) hosts.insert(comm.transport().host_of(r));
+  return static_cast<int>(hosts.size());
+}
+
+// Seeds `auto`'s curves for op from a calibration file (read now, so that a bad file fails
+// before MPI work), as the predictor costs op on the benchmark's ranks and hosts; the codec's
+// throughput is the calibration's, its type and block the benchmark's.
+std::function<void(Comm&)> seed_from(const std::string& path, bench::Operation op,
+                                     const CodecOptions& setting) {
+  if (op == bench::Operation::kSendRecv)
+    throw Error(ErrorCode::kInvalidArgument, "--calibration: sendrecv has no policy");
+  const predictor::ScenarioParts parts = predictor::load_calibration(path);
+  predictor::CodecCost codec = parts.scenario.codec;
+  codec.type = setting.type;
+  codec.block_size = setting.block_size;
+  const auto collective = static_cast<Collective>(op);  // the same order up to broadcast
+  return [cluster = parts.scenario.cluster, codec, setting, collective](Comm& comm) {
+    set_policy_curves(
+        comm, collective, setting,
+        predictor::policy_curves(cluster, codec, collective, comm.size(), hosts_of(comm)));
+  };
+}
 
 bench::Config to_config(const BenchArgs& a) {
   bench::Config c;
@@ -49,6 +79,7 @@ bench::Config to_config(const BenchArgs& a) {
   c.check = a.check;
   c.baseline = a.baseline;
   c.json = a.json;
+  if (!a.calibration.empty()) c.prepare = seed_from(a.calibration, c.op, c.options.codec);
   return c;
 }
 
@@ -99,6 +130,8 @@ void add_bench_commands(CLI::App& app) {
   c->add_option("--min-bytes", args->min_bytes, "calls below this fp32 size never compress");
   c->add_option("--algorithm", args->algorithm, "allreduce: auto, flat, hierarchical")
       ->check(CLI::IsMember({"auto", "flat", "hierarchical"}));
+  c->add_option("--calibration", args->calibration,
+                "seed auto's cost curves from this `octet calibrate` file instead of measuring");
   c->add_option("--chunk-bytes", args->chunk_bytes, "pipeline chunk (fp32 bytes)");
   c->add_option("--window", args->window, "chunks in flight")->check(at_least(1));
   c->add_option("-c,--check", args->check, "error columns and #wrong (0/1)");

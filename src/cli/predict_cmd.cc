@@ -356,6 +356,49 @@ void run_calibrate(const CalibrateArgs& a) {
   std::printf("wrote %s\n", a.out.c_str());
 }
 
+// ---------------------------------------------------------------- predict curves
+
+struct CurvesArgs {
+  std::string calibration, type, out = "-";
+  int ranks = 0, hosts = 1;
+  uint32_t block = 0;
+  bool stochastic = false;
+};
+
+// The policy-curve file of a job of a.ranks ranks on a.hosts hosts, from a calibration.
+void run_curves(const CurvesArgs& a) {
+  const pr::ScenarioParts parts = pr::load_calibration(a.calibration);
+  if (a.hosts > a.ranks) throw Error(ErrorCode::kInvalidArgument, "--hosts exceeds --ranks");
+  CodecOptions setting;
+  setting.type = a.type.empty() ? parts.scenario.codec.type : parse_data_type(a.type);
+  setting.block_size = a.block;
+  setting.stochastic = a.stochastic;
+  validate_options(setting);
+  pr::CodecCost codec = parts.scenario.codec;
+  codec.type = setting.type;
+  codec.block_size = setting.block_size;
+  const std::string text = format_policy_curves(
+      pr::policy_curve_sets(parts.scenario.cluster, codec, setting, a.ranks, a.hosts));
+  if (a.out == "-") return (void)std::fputs(text.c_str(), stdout);
+  write_file(a.out, text);
+  std::printf("wrote %s\n", a.out.c_str());
+}
+
+void add_curves_command(CLI::App* predict) {
+  static CurvesArgs a;
+  auto* c = predict->add_subcommand(
+      "curves", "the auto policy's cost curves for a job, from a calibration (OCTET_CALIBRATION)");
+  c->add_option("calibration", a.calibration, "file written by octet calibrate")->required();
+  c->add_option("--ranks", a.ranks, "ranks of the communicator")->required()->check(at_least(1));
+  c->add_option("--hosts", a.hosts, "hosts they run on (default 1)")->check(at_least(1));
+  c->add_option("--type", a.type, "codec data type (default: the calibration's)");
+  c->add_option("--block", a.block, "block size (0: the type's default)")
+      ->check(at_least<uint32_t>(0));
+  c->add_flag("--stochastic", a.stochastic, "stochastic rounding");
+  c->add_option("--out", a.out, "file to write ('-': stdout, the default)");
+  c->callback([] { run_curves(a); });
+}
+
 }  // namespace
 
 void add_predict_commands(CLI::App& app) {
@@ -394,6 +437,8 @@ void add_predict_commands(CLI::App& app) {
   rep->add_option("--config", scenario.files, "cluster/codec files (e.g. from octet calibrate)");
   rep->add_flag("--json", as_json, "JSON output");
   rep->callback([] { run_report(scenario, report, as_json); });
+
+  add_curves_command(predict);
 
   auto* presets = predict->add_subcommand("presets", "list the built-in scenarios");
   presets->callback([] {

@@ -13,13 +13,20 @@ namespace {
 
 thread_local std::string g_last_error;
 
+CodecOptions codec_of(const octet_options* o) {
+  CodecOptions c;
+  if (!o) return c;
+  c.type = static_cast<DataType>(o->type);
+  c.block_size = o->block_size;
+  c.stochastic = o->stochastic != 0;
+  c.seed = o->seed;
+  return c;
+}
+
 CollectiveOptions convert(const octet_options* o) {
   CollectiveOptions c;
   if (!o) return c;
-  c.codec.type = static_cast<DataType>(o->type);
-  c.codec.block_size = o->block_size;
-  c.codec.stochastic = o->stochastic != 0;
-  c.codec.seed = o->seed;
+  c.codec = codec_of(o);
   if (o->error_feedback_key) c.error_feedback_key = o->error_feedback_key;
   c.min_bytes = o->min_bytes;
   c.average = o->average != 0;
@@ -27,6 +34,12 @@ CollectiveOptions convert(const octet_options* o) {
     throw Error(ErrorCode::kInvalidArgument, "unknown policy " + std::to_string(o->policy));
   c.policy = static_cast<Policy>(o->policy);
   return c;
+}
+
+Collective collective_of(octet_collective op) {
+  if (op < OCTET_COLLECTIVE_ALLREDUCE || op > OCTET_COLLECTIVE_BROADCAST)
+    throw Error(ErrorCode::kInvalidArgument, "unknown collective " + std::to_string(op));
+  return static_cast<Collective>(op);
 }
 
 Comm& comm_of(octet_comm comm) {
@@ -80,6 +93,8 @@ const char* last_error() {
 }  // namespace detail
 }  // namespace octet
 
+using octet::detail::codec_of;
+using octet::detail::collective_of;
 using octet::detail::comm_of;
 using octet::detail::convert;
 using octet::detail::guard;
@@ -249,13 +264,35 @@ octet_status octet_policy_decide(octet_comm comm, octet_collective op, size_t co
                                  const octet_options* options, int* compress) {
   return guard([&] {
     if (!compress) throw octet::Error(octet::ErrorCode::kInvalidArgument, "null argument");
-    if (op < OCTET_COLLECTIVE_ALLREDUCE || op > OCTET_COLLECTIVE_BROADCAST)
-      throw octet::Error(octet::ErrorCode::kInvalidArgument,
-                         "unknown collective " + std::to_string(op));
-    *compress = octet::decide_policy(comm_of(comm), static_cast<octet::Collective>(op), count,
-                                     convert(options))
-                    ? 1
-                    : 0;
+    *compress =
+        octet::decide_policy(comm_of(comm), collective_of(op), count, convert(options)) ? 1 : 0;
+  });
+}
+
+octet_status octet_policy_set_curves(octet_comm comm, octet_collective op,
+                                     const octet_options* options,
+                                     const octet_policy_curves* curves) {
+  return guard([&] {
+    octet::Comm& c = comm_of(comm);
+    // Every rank takes part in the agreement, so a bad argument is reported there, on every rank.
+    octet::PolicyCurves given;
+    if (curves && curves->bytes && curves->plain_seconds && curves->compressed_seconds) {
+      const size_t n = curves->points;
+      given.bytes.assign(curves->bytes, curves->bytes + n);
+      given.plain_seconds.assign(curves->plain_seconds, curves->plain_seconds + n);
+      given.compressed_seconds.assign(curves->compressed_seconds, curves->compressed_seconds + n);
+      if (curves->hierarchical_seconds)
+        given.hierarchical_seconds.assign(curves->hierarchical_seconds,
+                                          curves->hierarchical_seconds + n);
+    }
+    octet::set_policy_curves(c, collective_of(op), codec_of(options), given);
+  });
+}
+
+octet_status octet_policy_load_curves(octet_comm comm, const char* path) {
+  return guard([&] {
+    octet::Comm& c = comm_of(comm);
+    octet::load_policy_curves(c, path ? path : "");
   });
 }
 

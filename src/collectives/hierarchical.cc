@@ -58,6 +58,10 @@ bool use_hierarchical(const Comm& comm, size_t count, const CollectiveOptions& o
   if (o.allreduce_algorithm == Algorithm::kHierarchical) return true;
   // Uncompressed calls stay flat: exact either way, and flat keeps the plain rank-order sum.
   if (count * sizeof(float) < o.min_bytes) return false;
+  return hierarchical_fits(comm);
+}
+
+bool hierarchical_fits(const Comm& comm) {
   const HostLayout l = HostLayout::of(comm.transport());
   return l.hosts > 1 && l.hosts < comm.size();
 }

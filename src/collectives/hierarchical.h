@@ -31,9 +31,15 @@ struct HostLayout {
   bool owner() const { return local < slices; }
 };
 
+// Whether comm's hosts make the hierarchical algorithm a candidate: more than one host, and more
+// than one rank on some host (otherwise it is the flat algorithm with extra steps).
+bool hierarchical_fits(const Comm& comm);
+
 // Whether allreduce takes the hierarchical algorithm for this call (`options` as routed: a call
 // below min_bytes is uncompressed). Ranks that would decide differently (different options or
-// counts) disagree on the descriptor too, so they fail together with kMismatch.
+// counts) disagree on the descriptor too, so they fail together with kMismatch. The `auto` policy
+// forces kFlat or kHierarchical from its cost curves (policy.h); otherwise kAuto follows the
+// topology alone (hierarchical_fits).
 bool use_hierarchical(const Comm& comm, size_t count, const CollectiveOptions& options);
 
 std::shared_ptr<Operation> make_hierarchical_allreduce(Comm& comm, const float* in, float* out,

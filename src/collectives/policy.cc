@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "collectives/comm_core.h"
+#include "collectives/hierarchical.h"
 #include "collectives/operation.h"
 
 namespace octet {
@@ -81,12 +82,22 @@ class AgreeMedian : public Operation {
   std::vector<TransportRequestPtr> pending_;
 };
 
+}  // namespace
+
 void agree(Comm& comm, std::vector<double>& values) {
   auto op = std::make_shared<AgreeMedian>(comm, values);
   core(comm).start(op);
   core(comm).complete(*op);
   if (op->error()) std::rethrow_exception(op->error());
 }
+
+PolicyState::Curves fresh_curves() {
+  PolicyState::Curves c;
+  for (auto& f : c.factor) f.fill(1);
+  return c;
+}
+
+namespace {
 
 // The public blocking call for `op`.
 void call(Comm& comm, Collective op, const float* in, float* out, size_t count,
@@ -114,23 +125,41 @@ std::vector<float> calibration_input(Comm& comm, Collective op, size_t count) {
   return in;
 }
 
-// This rank's fastest plain and compressed call of `count`, timed alternately (after one untimed
-// call of each), so that a burst of load on a shared machine hits both paths alike; the minimum,
-// because load only ever adds time.
-std::pair<double, double> time_both(Comm& comm, Collective op, size_t count,
-                                    const CollectiveOptions& plain,
-                                    const CollectiveOptions& compressed) {
+// This rank's fastest call of `count` on each path, timed alternately (after one untimed call of
+// each), so that a burst of load on a shared machine hits every path alike; the minimum, because
+// load only ever adds time.
+std::vector<double> time_paths(Comm& comm, Collective op, size_t count,
+                               const std::vector<CollectiveOptions>& paths) {
   const std::vector<float> in = calibration_input(comm, op, count);
   std::vector<float> out(op == Collective::kAllgather ? count * comm.size() : in.size());
   const int iters = count <= 16384 ? 15 : 3;
-  double best[2] = {1e30, 1e30};
+  std::vector<double> best(paths.size(), 1e30);
   for (int i = -1; i < iters; ++i)
-    for (int path = 0; path < 2; ++path) {
+    for (size_t path = 0; path < paths.size(); ++path) {
       const double t0 = now();
-      call(comm, op, in.data(), out.data(), count, path ? compressed : plain);
+      call(comm, op, in.data(), out.data(), count, paths[path]);
       if (i >= 0) best[path] = std::min(best[path], now() - t0);
     }
-  return {best[0], best[1]};
+  return best;
+}
+
+// The options of each path measured for `key`: plain, flat compressed and, for an allreduce on a
+// Comm whose hosts allow it, hierarchical compressed.
+std::vector<CollectiveOptions> measured_paths(const Comm& comm, Collective op,
+                                              const CollectiveOptions& options) {
+  using Algorithm = CollectiveOptions::AllreduceAlgorithm;
+  CollectiveOptions plain = options, compressed = options;
+  plain.policy = Policy::kNever;
+  compressed.policy = Policy::kAlways;
+  compressed.min_bytes = 0;
+  compressed.error_feedback_key.clear();  // measuring must not touch the residuals
+  compressed.allreduce_algorithm = Algorithm::kFlat;
+  std::vector<CollectiveOptions> paths = {plain, compressed};
+  if (op == Collective::kAllreduce && hierarchical_fits(comm)) {
+    compressed.allreduce_algorithm = Algorithm::kHierarchical;
+    paths.push_back(compressed);
+  }
+  return paths;
 }
 
 // A larger call never takes less time than a smaller one: a point above the next one is a
@@ -139,41 +168,32 @@ void make_monotone(std::vector<double>& seconds) {
   for (size_t i = seconds.size(); i-- > 1;) seconds[i - 1] = std::min(seconds[i - 1], seconds[i]);
 }
 
-// Both curves of `key`, measured together by every rank (per rank the fastest call, then the
+// The curves of `key`, measured together by every rank (per rank the fastest call, then the
 // median over ranks).
 PolicyState::Curves measure(Comm& comm, const PolicyKey& key, const CollectiveOptions& options) {
   const Collective op = std::get<0>(key);
   const size_t per_rank = op == Collective::kReduceScatter || op == Collective::kAllgather
                               ? static_cast<size_t>(comm.size())
                               : 1;
-  CollectiveOptions plain = options, compressed = options;
-  plain.policy = Policy::kNever;
-  compressed.policy = Policy::kAlways;
-  compressed.min_bytes = 0;
-  compressed.error_feedback_key.clear();  // measuring must not touch the residuals
+  const std::vector<CollectiveOptions> paths = measured_paths(comm, op, options);
   std::vector<double> times;
   std::vector<size_t> counts;
   for (size_t total : {size_t{16}, size_t{1024}, size_t{16384}, size_t{262144}, size_t{2097152}}) {
     const size_t count = std::max<size_t>(1, total / per_rank);
     if (!counts.empty() && counts.back() == count) continue;
     counts.push_back(count);
-    const auto [p, c] = time_both(comm, op, count, plain, compressed);
-    times.push_back(p);
-    times.push_back(c);
+    for (double t : time_paths(comm, op, count, paths)) times.push_back(t);
   }
   agree(comm, times);
-  PolicyState::Curves c;
-  for (size_t i = 0; i < counts.size(); ++i) {
-    const double bytes = static_cast<double>(counts[i]) * sizeof(float);
-    c.plain.bytes.push_back(bytes);
-    c.plain.seconds.push_back(times[2 * i]);
-    c.compressed.bytes.push_back(bytes);
-    c.compressed.seconds.push_back(times[2 * i + 1]);
+  PolicyState::Curves c = fresh_curves();
+  for (size_t path = 0; path < paths.size(); ++path) {
+    CostCurve& curve = c.curve[path];
+    for (size_t i = 0; i < counts.size(); ++i) {
+      curve.bytes.push_back(static_cast<double>(counts[i]) * sizeof(float));
+      curve.seconds.push_back(times[paths.size() * i + path]);
+    }
+    make_monotone(curve.seconds);
   }
-  make_monotone(c.plain.seconds);
-  make_monotone(c.compressed.seconds);
-  c.plain_factor.fill(1);
-  c.compressed_factor.fill(1);
   return c;
 }
 
@@ -206,6 +226,26 @@ double CostCurve::at(double b) const {
   return std::max(0.0, seconds[i - 1] + slope * (b - bytes[i - 1]));
 }
 
+namespace {
+// Path `path`'s corrected time for a call of fp32_bytes in bucket b.
+double path_time(const PolicyState::Curves& c, int path, double fp32_bytes, int b) {
+  return c.curve[path].at(fp32_bytes) * c.factor[path][b];
+}
+
+// The compressed path a call takes: allreduce_algorithm where it forces one (the flat curve
+// stands in for an unknown hierarchical one), else the cheaper of the two.
+void pick_algorithm(const PolicyState::Curves& c, double fp32_bytes, int b,
+                    CollectiveOptions::AllreduceAlgorithm algorithm, PolicyEstimate& e) {
+  using Algorithm = CollectiveOptions::AllreduceAlgorithm;
+  e.compressed_seconds = path_time(c, PolicyState::kFlat, fp32_bytes, b);
+  if (algorithm == Algorithm::kFlat) return;
+  const bool known = !c.curve[PolicyState::kHierarchical].bytes.empty();
+  const double h = known ? path_time(c, PolicyState::kHierarchical, fp32_bytes, b) : 0;
+  e.hierarchical = algorithm == Algorithm::kHierarchical || (known && h < e.compressed_seconds);
+  if (e.hierarchical && known) e.compressed_seconds = h;
+}
+}  // namespace
+
 PolicyEstimate PolicyState::estimate(Comm& comm, const PolicyKey& key, double fp32_bytes,
                                      const CollectiveOptions& options) {
   auto it = curves_.find(key);
@@ -213,10 +253,15 @@ PolicyEstimate PolicyState::estimate(Comm& comm, const PolicyKey& key, double fp
   const Curves& c = it->second;
   const int b = bucket_of(fp32_bytes);
   PolicyEstimate e;
-  e.plain_seconds = c.plain.at(fp32_bytes) * c.plain_factor[b];
-  e.compressed_seconds = c.compressed.at(fp32_bytes) * c.compressed_factor[b];
+  e.plain_seconds = path_time(c, kPlain, fp32_bytes, b);
+  pick_algorithm(c, fp32_bytes, b, options.allreduce_algorithm, e);
   e.compress = e.compressed_seconds < e.plain_seconds;
   return e;
+}
+
+void PolicyState::seed(const PolicyKey& key, Curves curves) {
+  curves_[key] = std::move(curves);
+  last_valid_ = false;
 }
 
 namespace {
@@ -231,7 +276,7 @@ PolicyState::Decision PolicyState::decide(Comm& comm, Collective op, double fp32
                                           const CollectiveOptions& options) {
   count_call(comm);
   if (last_valid_ && fp32_bytes == last_bytes_ && op == last_op_ &&
-      same_key_fields(options.codec, last_codec_))
+      same_key_fields(options.codec, last_codec_) && options.allreduce_algorithm == last_algorithm_)
     return last_;
   // Options are checked here, on this rank only: the decision needs them before any exchange.
   const PolicyKey key(op, static_cast<int>(options.codec.type), options.codec.stochastic,
@@ -243,14 +288,23 @@ PolicyState::Decision PolicyState::decide(Comm& comm, Collective op, double fp32
   last_ = d;
   last_op_ = op;
   last_codec_ = options.codec;
+  last_algorithm_ = options.allreduce_algorithm;
   last_bytes_ = fp32_bytes;
   last_valid_ = true;
   return d;
 }
 
+namespace {
+// The path whose curve a call's time corrects.
+int path_of(const PolicyState::Decision& d, bool compressed) {
+  if (!compressed) return PolicyState::kPlain;
+  const bool known = !d.curves->curve[PolicyState::kHierarchical].bytes.empty();
+  return d.estimate.hierarchical && known ? PolicyState::kHierarchical : PolicyState::kFlat;
+}
+}  // namespace
+
 bool PolicyState::wants_time(const Decision& d, bool compressed) {
-  return (compressed ? d.curves->compressed_calls : d.curves->plain_calls)[d.bucket] <
-         kMinObservations;
+  return d.curves->calls[path_of(d, compressed)][d.bucket] < kMinObservations;
 }
 
 void PolicyState::count_call(Comm& comm) {
@@ -262,16 +316,15 @@ void PolicyState::count_call(Comm& comm) {
 
 void PolicyState::observe(const Decision& d, bool compressed, double seconds) {
   Curves& c = *d.curves;
-  const int b = d.bucket;
-  const double factor = (compressed ? c.compressed_factor : c.plain_factor)[b];
+  const int b = d.bucket, path = path_of(d, compressed);
   const double estimated = compressed ? d.estimate.compressed_seconds : d.estimate.plain_seconds;
-  const double model = estimated / factor;  // the curve alone
+  const double model = estimated / c.factor[path][b];  // the curve alone
   if (!(model > 0)) return;
   // The fastest call, as the calibration keeps the fastest: a ratio of 1 means "as measured",
   // whatever the load, so the path taken is not penalised against the path not taken.
-  double& seen = (compressed ? c.compressed_seen : c.plain_seen)[b];
+  double& seen = c.seen[path][b];
   seen = seen > 0 ? std::min(seen, seconds / model) : seconds / model;
-  ++(compressed ? c.compressed_calls : c.plain_calls)[b];
+  ++c.calls[path][b];
 }
 
 // Each rank's smallest observed/curve ratio per bucket, agreed as the median over the ranks that
@@ -279,21 +332,19 @@ void PolicyState::observe(const Decision& d, bool compressed, double seconds) {
 void PolicyState::sync(Comm& comm) {
   std::vector<double> v;
   for (const auto& [key, c] : curves_)
-    for (int b = 0; b < kBuckets; ++b) {
-      // One call is no evidence (the first after the calibration may pay for connections).
-      v.push_back(c.plain_calls[b] >= kMinObservations ? c.plain_seen[b] : 0);
-      v.push_back(c.compressed_calls[b] >= kMinObservations ? c.compressed_seen[b] : 0);
-    }
+    for (int path = 0; path < kPaths; ++path)
+      for (int b = 0; b < kBuckets; ++b)  // one call is no evidence (it may pay for connections)
+        v.push_back(c.calls[path][b] >= kMinObservations ? c.seen[path][b] : 0);
   agree(comm, v);
   last_valid_ = false;  // the corrections change
   size_t i = 0;
   for (auto& [key, c] : curves_)
-    for (int b = 0; b < kBuckets; ++b, i += 2) {
-      if (v[i] > 0) c.plain_factor[b] = 0.5 * c.plain_factor[b] + 0.5 * v[i];
-      if (v[i + 1] > 0) c.compressed_factor[b] = 0.5 * c.compressed_factor[b] + 0.5 * v[i + 1];
-      c.plain_seen[b] = c.compressed_seen[b] = 0;
-      c.plain_calls[b] = c.compressed_calls[b] = 0;
-    }
+    for (int path = 0; path < kPaths; ++path)
+      for (int b = 0; b < kBuckets; ++b, ++i) {
+        if (v[i] > 0) c.factor[path][b] = 0.5 * c.factor[path][b] + 0.5 * v[i];
+        c.seen[path][b] = 0;
+        c.calls[path][b] = 0;
+      }
 }
 
 double policy_bytes(const NativeCall& call, int) {
@@ -343,6 +394,11 @@ void finish_native(const NativeCall& call, int ranks, bool average) {
 CollectiveOptions Route::options() const {
   CollectiveOptions o = options_;
   if (!compressed_) o.min_bytes = std::numeric_limits<size_t>::max();
+  // `auto`'s choice of algorithm, agreed like the decision (forced ones stay as they are).
+  using Algorithm = CollectiveOptions::AllreduceAlgorithm;
+  if (compressed_ && decision_.curves && o.allreduce_algorithm == Algorithm::kAuto)
+    o.allreduce_algorithm =
+        decision_.estimate.hierarchical ? Algorithm::kHierarchical : Algorithm::kFlat;
   return o;
 }
 

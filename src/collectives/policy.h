@@ -34,11 +34,16 @@ class PolicyState {
  public:
   static constexpr int kBuckets = 64;         // log2 of the fp32 bytes
   static constexpr int kMinObservations = 8;  // calls in a bucket before they count
+  // A call's paths: plain, compressed with the flat algorithm, compressed with the hierarchical
+  // allreduce (its curve is empty where the Comm's hosts do not allow it).
+  enum Path { kPlain = 0, kFlat = 1, kHierarchical = 2, kPaths = 3 };
+  template <typename T>
+  using PerBucket = std::array<std::array<T, kBuckets>, kPaths>;
   struct Curves {
-    CostCurve plain, compressed;
-    std::array<double, kBuckets> plain_factor, compressed_factor;  // observed / curve, agreed
-    std::array<double, kBuckets> plain_seen{}, compressed_seen{};  // min ratio since the last sync
-    std::array<int, kBuckets> plain_calls{}, compressed_calls{};
+    std::array<CostCurve, kPaths> curve;
+    PerBucket<double> factor;  // observed / curve, agreed; 1 until then
+    PerBucket<double> seen{};  // min ratio since the last sync
+    PerBucket<int> calls{};
   };
 
   // A call's estimate and where to record its time.
@@ -55,6 +60,8 @@ class PolicyState {
   // observed) and decides it. A loop repeats its calls, so the last decision is kept until the
   // corrections change.
   Decision decide(Comm& comm, Collective op, double fp32_bytes, const CollectiveOptions& options);
+  // Installs curves for `key` (the same on every rank), replacing any: no measurement follows.
+  void seed(const PolicyKey& key, Curves curves);
   // Whether a call's time is still wanted: kMinObservations per bucket and path between two
   // agreements are enough for their minimum, and reading the clock is a cost on small calls.
   static bool wants_time(const Decision& d, bool compressed);
@@ -70,9 +77,17 @@ class PolicyState {
   bool last_valid_ = false;
   Collective last_op_ = Collective::kAllreduce;
   CodecOptions last_codec_;
+  CollectiveOptions::AllreduceAlgorithm last_algorithm_{};
   double last_bytes_ = 0;
   Decision last_;
 };
+
+// Curves with factors of 1 and nothing observed.
+PolicyState::Curves fresh_curves();
+
+// Every rank's `values` (the same length everywhere), then elementwise the median over the ranks
+// that hold one (> 0): the same numbers on every rank. Collective.
+void agree(Comm& comm, std::vector<double>& values);
 
 // One call as the transport's own collective would take it.
 struct NativeCall {

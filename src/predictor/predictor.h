@@ -17,6 +17,7 @@
 
 #include "octet/codec.h"
 #include "octet/config.h"
+#include "octet/policy.h"
 #include "octet/transport.h"
 
 namespace octet {
@@ -192,6 +193,25 @@ struct ReportAnalysis {
 };
 ReportAnalysis analyze_report(const std::string& json_text, const Cluster& cluster,
                               const CodecCost& codec);
+
+// ---------------------------------------------------------------- the `auto` policy's curves
+
+// `auto`'s cost curves (octet/policy.h) for `op` on a Comm of `ranks` ranks over `hosts` hosts,
+// from a calibrated cluster and codec (what `octet calibrate` writes), with the collective
+// costs above: rings over the inter-node link when hosts > 1, else the intra-node link; for an
+// allreduce on several hosts with several ranks on each, the hierarchical algorithm too (an
+// fp32 reduce-scatter over the ranks/hosts ranks of a host on the intra-node link, the
+// compressed allreduce of a 1/(ranks/hosts) slice between the hosts, an fp32 allgather inside
+// the host). Sizes are fp32 bytes as policy.h indexes them (reduce_scatter and allgather: per
+// rank), 64 B to 4 GiB, doubling.
+PolicyCurves policy_curves(const Cluster& cluster, const CodecCost& codec, octet::Collective op,
+                           int ranks, int hosts);
+// A calibration file (a scenario file with [cluster] and [codec], as `octet calibrate` writes);
+// throws kInvalidArgument when either is missing or invalid.
+ScenarioParts load_calibration(const std::string& path);
+// The sets of a policy-curve file (octet::format_policy_curves) for every collective.
+std::vector<PolicyCurveSet> policy_curve_sets(const Cluster& cluster, const CodecCost& codec,
+                                              const CodecOptions& setting, int ranks, int hosts);
 
 // ---------------------------------------------------------------- the paper
 

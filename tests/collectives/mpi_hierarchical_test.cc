@@ -13,6 +13,7 @@
 #include "counting_transport.h"
 #include "mpi_test_main.h"
 #include "octet/collectives.h"
+#include "octet/policy.h"
 #include "octet/transport_mpi.h"
 #include "verify/verify.h"
 
@@ -98,6 +99,45 @@ TEST(MpiHierarchical, AllreduceOverEmulatedHosts) {
       EXPECT_NEAR(static_cast<double>(hierarchical_bytes) / counting->between_hosts, 0.5, 0.02);
     }
   }
+}
+
+// Every rank's doubles are rank 0's.
+bool same_everywhere(std::vector<double> v) {
+  std::vector<double> first = v;
+  MPI_Bcast(first.data(), static_cast<int>(first.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  int same = first == v, all = 0;
+  MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all == 1;
+}
+
+// `auto` over two emulated hosts: measured, then seeded, every rank estimates and chooses alike
+// (the algorithm too), and a seeded choice of the hierarchical algorithm runs it.
+TEST(MpiHierarchical, AutoChoosesTheAlgorithmByCostAlike) {
+  const int p = world_size(), me = world_rank();
+  Comm comm(transport_with_host_id(half()));
+  std::vector<double> seen;
+  for (size_t n : {size_t{1000}, size_t{300007}}) {
+    const PolicyEstimate e = estimate_policy(comm, Collective::kAllreduce, n, {});
+    seen.insert(seen.end(), {double(e.compress), double(e.hierarchical), e.plain_seconds,
+                             e.compressed_seconds});
+  }
+  EXPECT_TRUE(same_everywhere(seen));
+  PolicyCurves c;  // plain dear; hierarchical cheaper than flat from 12.7 MB on
+  c.bytes = {4, 1e12};
+  c.plain_seconds = {1, 1e4};
+  c.compressed_seconds = {1e-3, 1e-3 + 1e12 / 4e8};
+  c.hierarchical_seconds = {2e-2, 2e-2 + 1e12 / 1e9};
+  set_policy_curves(comm, Collective::kAllreduce, CodecOptions{}, c);
+  const size_t n = 6000001;  // 24 MB
+  EXPECT_EQ(estimate_policy(comm, Collective::kAllreduce, n, {}).hierarchical, p > 2);
+  std::vector<float> x = input(me, n, 9), y(n), forced(n);
+  allreduce(comm, x.data(), y.data(), n);
+  CollectiveOptions o;
+  o.policy = Policy::kAlways;
+  o.allreduce_algorithm = p > 2 ? Algorithm::kHierarchical : Algorithm::kFlat;
+  allreduce(comm, x.data(), forced.data(), n, o);
+  EXPECT_TRUE(identical_everywhere(y));
+  EXPECT_EQ(y, forced);
 }
 
 TEST(MpiHierarchical, AverageAndMismatch) {

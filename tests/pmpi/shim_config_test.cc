@@ -50,13 +50,15 @@ TEST(ShimConfig, ReadsEveryVariable) {
                                      {"OCTET_SHADOW", "yes"},
                                      {"OCTET_PROGRESS", " Eager"},
                                      {"OCTET_POLICY", "Never "},
-                                     {"OCTET_REPORT", "/tmp/r.json"}});
+                                     {"OCTET_REPORT", "/tmp/r.json"},
+                                     {"OCTET_CALIBRATION", "/tmp/curves.txt"}});
   ASSERT_TRUE(c.valid) << c.error;
   EXPECT_EQ(c.type, OCTET_TYPE_LINEAR);
   EXPECT_EQ(c.block, 4096u);
   EXPECT_EQ(c.min_bytes, 1u << 20);
   EXPECT_TRUE(c.stochastic && c.error_feedback && c.shadow);
   EXPECT_STREQ(c.report, "/tmp/r.json");
+  EXPECT_STREQ(c.calibration, "/tmp/curves.txt");
   EXPECT_EQ(c.progress, OCTET_SHIM_PROGRESS_EAGER);
   EXPECT_EQ(parse({}).progress, OCTET_SHIM_PROGRESS_THREAD);
   EXPECT_EQ(c.policy, OCTET_POLICY_NEVER);
@@ -122,6 +124,12 @@ TEST(ShimConfig, AgreedFieldsSeeWhatChangesDecisions) {
   // Only rank 0 writes the report, so the path may differ, but not whether there is one.
   EXPECT_EQ(hash({{"OCTET_REPORT", "/a"}}), hash({{"OCTET_REPORT", "/b"}}));
   EXPECT_NE(hash({{"OCTET_REPORT", "/a"}}), base);
+  // Only a communicator's rank 0 reads the calibration, so with it: whether there is one.
+  EXPECT_EQ(hash({{"OCTET_CALIBRATION", "/a"}}), hash({{"OCTET_CALIBRATION", "/b"}}));
+  EXPECT_NE(hash({{"OCTET_CALIBRATION", "/a"}}), base);
+  const octet_shim_config long_path = parse({{"OCTET_CALIBRATION", std::string(5000, 'x')}});
+  EXPECT_FALSE(long_path.valid);
+  EXPECT_NE(std::string(long_path.error).find("OCTET_CALIBRATION"), std::string::npos);
 }
 
 }  // namespace

@@ -173,6 +173,33 @@ TEST(SweepTest, MoreGpusMoreSpeedupWhileComputeBound) {
   EXPECT_GT(msg[1].fp32, msg[0].fp32);  // latency dominates small messages
 }
 
+// The `auto` policy's curves from a calibration: the ring costs above at each size, indexed as
+// policy.h indexes calls (reduce_scatter and allgather per rank), and a hierarchical curve only
+// for an allreduce over several hosts with several ranks each.
+TEST(PolicyCurvesTest, FromTheCostModel) {
+  Cluster c;
+  c.intra = link(10, 1);
+  c.inter = link(0.125, 20);
+  const CodecCost k = codec(2.5, 4);
+  const PolicyCurves ar = policy_curves(c, k, octet::Collective::kAllreduce, 4, 2);
+  ASSERT_FALSE(ar.bytes.empty());
+  ASSERT_EQ(ar.hierarchical_seconds.size(), ar.bytes.size());
+  const size_t last = ar.bytes.size() - 1;
+  EXPECT_EQ(ar.plain_seconds[last],
+            collective_time(Collective::kAllreduce, ar.bytes[last], 4, c.inter, nullptr));
+  EXPECT_LT(ar.compressed_seconds[last], ar.plain_seconds[last]);         // a 1 Gbit/s link
+  EXPECT_LT(ar.hierarchical_seconds[last], ar.compressed_seconds[last]);  // 2 ranks per host
+  const PolicyCurves ag = policy_curves(c, k, octet::Collective::kAllgather, 4, 2);
+  EXPECT_TRUE(ag.hierarchical_seconds.empty());
+  EXPECT_EQ(ag.plain_seconds[0],
+            collective_time(Collective::kAllgather, ag.bytes[0] * 4, 4, c.inter, nullptr));
+  EXPECT_TRUE(
+      policy_curves(c, k, octet::Collective::kAllreduce, 4, 4).hierarchical_seconds.empty());
+  EXPECT_EQ(policy_curves(c, k, octet::Collective::kAllreduce, 4, 1).plain_seconds[0],
+            collective_time(Collective::kAllreduce, 64, 4, c.intra, nullptr));
+  EXPECT_THROW(policy_curves(c, k, octet::Collective::kAllreduce, 2, 3), Error);
+}
+
 }  // namespace
 }  // namespace predictor
 }  // namespace octet
