@@ -277,7 +277,7 @@ PolicyState::Decision PolicyState::decide(Comm& comm, Collective op, double fp32
   count_call(comm);
   if (last_valid_ && fp32_bytes == last_bytes_ && op == last_op_ &&
       same_key_fields(options.codec, last_codec_) && options.allreduce_algorithm == last_algorithm_)
-    return last_;
+    return explored(last_);
   // Options are checked here, on this rank only: the decision needs them before any exchange.
   const PolicyKey key(op, static_cast<int>(options.codec.type), options.codec.stochastic,
                       validate_options(options.codec));
@@ -291,6 +291,22 @@ PolicyState::Decision PolicyState::decide(Comm& comm, Collective op, double fp32
   last_algorithm_ = options.allreduce_algorithm;
   last_bytes_ = fp32_bytes;
   last_valid_ = true;
+  return explored(d);
+}
+
+// The decision, or for kExploreCalls calls per interval its other path: where the estimates are
+// within kExploreWithin, or whatever they say once the interval is at its longest (one call in
+// kPolicySyncMaxCalls). The same call on every rank: the flags, the estimates and the interval
+// are agreed, and every rank makes the same calls.
+PolicyState::Decision PolicyState::explored(Decision d) {
+  uint8_t& due = d.curves->explore[d.bucket];
+  if (!due) return d;
+  --due;
+  const PolicyEstimate& e = d.estimate;
+  const double taken = e.compress ? e.compressed_seconds : e.plain_seconds;
+  const double other = e.compress ? e.plain_seconds : e.compressed_seconds;
+  if (other < kExploreWithin * taken || interval_ >= kPolicySyncMaxCalls)
+    d.estimate.compress = !e.compress;
   return d;
 }
 
@@ -327,24 +343,41 @@ void PolicyState::observe(const Decision& d, bool compressed, double seconds) {
   ++c.calls[path][b];
 }
 
+namespace {
+// An observed ratio as evidence: a slower one only after kMinObservations calls (the first call
+// after the calibration may pay for connections), a faster one at once (load only ever adds
+// time, so a path seen faster than believed is that fast).
+double evidence(int calls, double seen, double factor) {
+  if (calls >= PolicyState::kMinObservations || (calls > 0 && seen < factor)) return seen;
+  return 0;
+}
+}  // namespace
+
 // Each rank's smallest observed/curve ratio per bucket, agreed as the median over the ranks that
-// saw calls there, then folded into the corrections.
+// saw calls there, then folded into the corrections; buckets with calls explore next interval.
 void PolicyState::sync(Comm& comm) {
   std::vector<double> v;
   for (const auto& [key, c] : curves_)
     for (int path = 0; path < kPaths; ++path)
-      for (int b = 0; b < kBuckets; ++b)  // one call is no evidence (it may pay for connections)
-        v.push_back(c.calls[path][b] >= kMinObservations ? c.seen[path][b] : 0);
+      for (int b = 0; b < kBuckets; ++b)
+        v.push_back(evidence(c.calls[path][b], c.seen[path][b], c.factor[path][b]));
   agree(comm, v);
   last_valid_ = false;  // the corrections change
   size_t i = 0;
-  for (auto& [key, c] : curves_)
+  for (auto& [key, c] : curves_) {
+    for (int b = 0; b < kBuckets; ++b)
+      c.explore[b] = c.calls[kPlain][b] + c.calls[kFlat][b] + c.calls[kHierarchical][b] > 0
+                         ? kExploreCalls
+                         : 0;
     for (int path = 0; path < kPaths; ++path)
       for (int b = 0; b < kBuckets; ++b, ++i) {
-        if (v[i] > 0) c.factor[path][b] = 0.5 * c.factor[path][b] + 0.5 * v[i];
+        double& factor = c.factor[path][b];
+        // Faster than believed is taken as it is; slower is averaged in (load comes and goes).
+        if (v[i] > 0) factor = v[i] < factor ? v[i] : 0.5 * factor + 0.5 * v[i];
         c.seen[path][b] = 0;
         c.calls[path][b] = 0;
       }
+  }
 }
 
 double policy_bytes(const NativeCall& call, int) {

@@ -33,7 +33,13 @@ using PolicyKey = std::tuple<Collective, int /*type*/, bool /*stochastic*/, uint
 class PolicyState {
  public:
   static constexpr int kBuckets = 64;         // log2 of the fp32 bytes
-  static constexpr int kMinObservations = 8;  // calls in a bucket before they count
+  static constexpr int kMinObservations = 8;  // calls in a bucket before slower ones count
+  // A bucket whose calls took one path tries the other (compressed or not) for kExploreCalls calls
+  // (their fastest counts) per agreement interval where the estimates put it within this factor
+  // (further apart: once the interval is kPolicySyncMaxCalls long), so that a path that the
+  // calibration under load, or a seeded model, made look too slow is measured again.
+  static constexpr double kExploreWithin = 2.0;
+  static constexpr uint8_t kExploreCalls = 3;
   // A call's paths: plain, compressed with the flat algorithm, compressed with the hierarchical
   // allreduce (its curve is empty where the Comm's hosts do not allow it).
   enum Path { kPlain = 0, kFlat = 1, kHierarchical = 2, kPaths = 3 };
@@ -44,6 +50,7 @@ class PolicyState {
     PerBucket<double> factor;  // observed / curve, agreed; 1 until then
     PerBucket<double> seen{};  // min ratio since the last sync
     PerBucket<int> calls{};
+    std::array<uint8_t, kBuckets> explore{};  // calls left to explore, set by an agreement
   };
 
   // A call's estimate and where to record its time.
@@ -69,6 +76,7 @@ class PolicyState {
   static void observe(const Decision& d, bool compressed, double seconds);
 
  private:
+  Decision explored(Decision d);
   void count_call(Comm& comm);
   void sync(Comm& comm);
   std::map<PolicyKey, Curves> curves_;

@@ -91,6 +91,35 @@ TEST(PolicyCurves, CallsFollowTheSeededCurves) {
   }));
 }
 
+// A model that overprices the path not taken is corrected: a bucket that compresses tries the
+// plain path once per agreement interval (here, with estimates far apart, once the interval is
+// kPolicySyncMaxCalls long), and a plain call seen faster than believed sets its estimate at the
+// next agreement. Without the exploration the seeded 1 ms would stand: only compressed calls are
+// timed.
+TEST(PolicyCurves, AnOverpricedPathNotTakenIsMeasuredAgain) {
+  const size_t n = 256;  // over threads a call of this size takes microseconds either way
+  PolicyCurves seeded;
+  seeded.bytes = {4, std::ldexp(1.0, 40)};
+  seeded.plain_seconds = {1e-3, 1e-3};
+  seeded.compressed_seconds = {6e-4, 6e-4};
+  std::vector<PolicyEstimate> first(3), last(3);
+  expect_ok(test::run_on_threads(3, [&](Comm& comm) {
+    set_policy_curves(comm, Collective::kAllreduce, CodecOptions{}, seeded);
+    first[comm.rank()] = estimate_policy(comm, Collective::kAllreduce, n, {});
+    std::vector<float> x(n, 1.0f), y(n);
+    // Agreements at calls 64, 192, ..., 4032 (the interval reaches 4096 there) and 8128.
+    for (int call = 0; call < 2 * kPolicySyncMaxCalls + 8; ++call)
+      allreduce(comm, x.data(), y.data(), n);
+    last[comm.rank()] = estimate_policy(comm, Collective::kAllreduce, n, {});
+  }));
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_TRUE(first[r].compress) << "rank " << r;
+    EXPECT_LT(last[r].plain_seconds, 0.5e-3) << "rank " << r << ": the plain path was not re-timed";
+    EXPECT_EQ(last[r].plain_seconds, last[0].plain_seconds) << "rank " << r;
+    EXPECT_EQ(last[r].compress, last[0].compress) << "rank " << r;
+  }
+}
+
 // Different curves on different ranks: the agreed (median) curves, identical everywhere.
 TEST(PolicyCurves, DifferentCurvesOnEveryRankStillDecideAlike) {
   std::vector<std::vector<PolicyEstimate>> all(3);
