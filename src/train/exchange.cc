@@ -166,6 +166,11 @@ class OctetExchange : public Exchange {
 
 }  // namespace
 
+void Exchange::reduce_scatter_exact(const float* in, float* out, size_t count) {
+  check_mpi(MPI_Reduce_scatter_block(in, out, int(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+            "MPI_Reduce_scatter_block");
+}
+
 std::unique_ptr<Exchange> make_exchange(const CommSpec& spec, uint64_t seed) {
   if (spec.fp32) return std::make_unique<MpiExchange>();
   return std::make_unique<OctetExchange>(spec, seed);

@@ -48,6 +48,9 @@ class Exchange {
   void reduce_scatter(const float* in, float* out, size_t count, TransferTag tag) {
     start_reduce_scatter(in, out, count, tag)->wait();
   }
+  // out[0, count) = the exact fp32 sum that reduce_scatter approximates (blocking, over
+  // MPI_COMM_WORLD unless overridden), to measure what it lost; left out of stats().
+  virtual void reduce_scatter_exact(const float* in, float* out, size_t count);
   virtual CommStats stats() const = 0;
   // True for fp32: what arrives is what was sent (no approximation error to measure).
   virtual bool exact() const = 0;

@@ -55,9 +55,9 @@ class Hybrid : public Strategy {
         partial_[k].resize(size_t(ranks_) * m * features_);
         dx = partial_[k].data();
       }
-      loss += model_->forward_backward(*exchange_, gathered_[k % 2].data(), labels_.data(),
-                                       ranks_ * m, in.dropout_key, keys_.data(),
-                                       1.0f / float(in.batch), stream(in, k), k > 0, dx);
+      loss += model_->forward_backward(
+          *exchange_, gathered_[k % 2].data(), labels_.data(), ranks_ * m, in.dropout_key,
+          keys_.data(), 1.0f / float(in.batch), stream(in, k), k > 0, dx, in.measure);
       if (stem_)
         scatters[k] = exchange_->start_reduce_scatter(
             dx, dfeatures_.data() + size_t(k) * sub * features_, size_t(m) * features_,

@@ -22,9 +22,9 @@ class ModelParallel : public Strategy {
   // Every rank computes the same loss: rank 0 reports it.
   double step(const Split& train, const StepInput& in) override {
     rows_.gather(train, in.ids, size_t(in.batch));
-    const double loss = model_->forward_backward(*exchange_, rows_.x.data(), rows_.y.data(),
-                                                 in.batch, in.dropout_key, rows_.keys.data(),
-                                                 1.0f / float(in.batch), in.step);
+    const double loss = model_->forward_backward(
+        *exchange_, rows_.x.data(), rows_.y.data(), in.batch, in.dropout_key, rows_.keys.data(),
+        1.0f / float(in.batch), in.step, false, nullptr, in.measure);
     model_->rmsprop_step(config_.optimizer);
     return rank_ == 0 ? loss : 0.0;
   }

@@ -105,15 +105,28 @@ void ShardedMlp::forward(Exchange& ex, const float* x, int n, bool train, uint64
   }
 }
 
+// received_ (this rank's block of the summed input gradient of layer l, as decoded) against the
+// exact fp32 sum of the same partial sums (sent_), over this rank's columns.
+void ShardedMlp::record_input_gradient_error(Exchange& ex, int l, int n) {
+  const ColumnSplit& s = splits_[l - 1];
+  const int block = s.block(), count = s.count(rank_);
+  exact_.resize(received_.size());
+  ex.reduce_scatter_exact(sent_.data(), exact_.data(), exact_.size());
+  ErrorSum& e = errors_["igrad layer " + std::to_string(l)];
+  for (int i = 0; i < n; ++i)
+    e.add(exact_.data() + size_t(i) * block, received_.data() + size_t(i) * block, size_t(count));
+}
+
 // From partial_ (this rank's partial sum of layer l's input gradient, n x widths[l]) to dy_ (the
 // summed gradient of this rank's columns of layer l - 1's outputs, through dropout and ReLU).
-void ShardedMlp::backward_input(Exchange& ex, int l, int n, uint64_t step) {
+void ShardedMlp::backward_input(Exchange& ex, int l, int n, uint64_t step, bool measure) {
   const ColumnSplit& s = splits_[l - 1];
   const int block = s.block(), begin = s.begin(rank_), count = s.count(rank_);
   sent_.resize(size_t(n) * block * ranks_);
   pack_columns(s, partial_.data(), n, sent_.data());
   received_.resize(size_t(n) * block);
   ex.reduce_scatter(sent_.data(), received_.data(), received_.size(), {l, step, true});
+  if (measure && !ex.exact()) record_input_gradient_error(ex, l, n);
   dy_.resize(size_t(n) * count);
   take_columns(received_.data(), n, block, 0, count, count, dy_.data());
   cols_.resize(dy_.size());
@@ -128,7 +141,7 @@ void ShardedMlp::backward_input(Exchange& ex, int l, int n, uint64_t step) {
 
 double ShardedMlp::forward_backward(Exchange& ex, const float* x, const uint8_t* labels, int n,
                                     uint64_t dropout_key, const uint64_t* keys, float loss_scale,
-                                    uint64_t step, bool accumulate, float* dx) {
+                                    uint64_t step, bool accumulate, float* dx, bool measure) {
   forward(ex, x, n, true, dropout_key, keys, step);
   const ColumnSplit& top = splits_.back();
   delta_.resize(size_t(n) * top.width);
@@ -145,7 +158,7 @@ double ShardedMlp::forward_backward(Exchange& ex, const float* x, const uint8_t*
     }
     dense_backward(d, acts_[l].data(), dy_.data(), n, grad(l), grad(l) + size_t(d.in) * d.out,
                    in_grad, accumulate);
-    if (l > 0) backward_input(ex, l, n, step);
+    if (l > 0) backward_input(ex, l, n, step, measure);
   }
   // The mask is the same on every rank: masking each partial sum masks their total.
   if (dx && shape_.dropout[0] > 0) dropout_backward(masks_[0].data(), dx, size_t(n) * slice(0).in);

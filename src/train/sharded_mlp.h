@@ -44,16 +44,21 @@ class ShardedMlp {
   // in Mlp. grads() = loss_scale * gradient of this rank's slices (added to when `accumulate`).
   // When dx is not null it gets this rank's partial sum of the input gradient (n x widths[0],
   // through the input's dropout); summed over ranks it is loss_scale * d(sum of losses)/dx.
+  // `measure`: also compare each reduce_scatter of input gradients with its exact fp32 sum (an
+  // extra transfer, Exchange::reduce_scatter_exact) and add the difference to errors() under
+  // "igrad layer <l>" (l >= 1: the gradient of layer l's input, that is of "act layer <l-1>").
   // Returns the sum of the n losses.
   double forward_backward(Exchange& ex, const float* x, const uint8_t* labels, int n,
                           uint64_t dropout_key, const uint64_t* keys, float loss_scale,
-                          uint64_t step, bool accumulate = false, float* dx = nullptr);
+                          uint64_t step, bool accumulate = false, float* dx = nullptr,
+                          bool measure = false);
   int count_errors(Exchange& ex, const float* x, const uint8_t* labels, int n);
   void rmsprop_step(const RmsProp& opt);
 
   // The whole parameters in Mlp's layout, on every rank (a collective, exact fp32).
   std::vector<float> full_params() const;
-  // Approximation error of the activations this rank sent (training steps only).
+  // Approximation error of the activations this rank sent (training steps only) and, on
+  // measured steps, of the input gradients it received.
   const ErrorTable& errors() const { return errors_; }
   // What one training pass over n rows would send per rank in fp32 (allgathers and
   // reduce_scatters as a ring does them): the reference for "saved".
@@ -65,7 +70,8 @@ class ShardedMlp {
   void forward(Exchange& ex, const float* x, int n, bool train, uint64_t dropout_key,
                const uint64_t* keys, uint64_t step);
   void exchange_outputs(Exchange& ex, int l, int n, TransferTag tag);
-  void backward_input(Exchange& ex, int l, int n, uint64_t step);
+  void backward_input(Exchange& ex, int l, int n, uint64_t step, bool measure);
+  void record_input_gradient_error(Exchange& ex, int l, int n);
 
   MlpShape shape_;
   int rank_, ranks_;
@@ -73,7 +79,7 @@ class ShardedMlp {
   std::vector<size_t> offsets_;      // of each layer's slice (weights then bias)
   std::vector<float> params_, grads_, mean_square_;
   std::vector<std::vector<float>> acts_, masks_;  // full inputs of each layer after dropout
-  std::vector<float> out_, full_, sent_, received_, delta_, dy_, partial_, cols_;
+  std::vector<float> out_, full_, sent_, received_, exact_, delta_, dy_, partial_, cols_;
   ErrorTable errors_;
 };
 

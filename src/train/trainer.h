@@ -54,8 +54,10 @@ struct RunResult {
   uint64_t fp32_reference_bytes = 0;
   uint64_t params_hash = 0;  // FNV-1a of the final parameters (the same on every rank)
   // Approximation error of what was sent, summed over the ranks: "grad layer <l>" (dp, sampled
-  // steps), "act layer <l>" (mp and hybrid, every training step), "features" (hybrid: the stem's
-  // output, or the images, gathered per sub-batch). Empty for fp32.
+  // steps), "act layer <l>" (mp and hybrid, every training step), "igrad layer <l>" (mp and
+  // hybrid, sampled steps: the reduce_scattered gradient of layer l's input against its exact
+  // sum), "features" (hybrid: the stem's output, or the images, gathered per sub-batch). Empty
+  // for fp32.
   ErrorTable errors;
   double step_seconds() const;  // mean wall time of a step
   uint64_t bytes_sent() const;  // over all epochs

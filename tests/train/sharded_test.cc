@@ -4,7 +4,9 @@
 // ranks add the same terms in another order).
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -99,12 +101,34 @@ class ThreadExchange : public Exchange {
     s_.barrier();
     return std::make_unique<Done>();
   }
+  void reduce_scatter_exact(const float* in, float* out, size_t count) override {
+    ThreadExchange::start_reduce_scatter(in, out, count, {});
+  }
   CommStats stats() const override { return {}; }
   bool exact() const override { return true; }
 
  private:
   Shared& s_;
   int rank_;
+};
+
+// The same, with reduce_scatter's sums rounded to bfloat16 (the top 16 bits): an approximate
+// transfer whose error the model can measure.
+class RoundingExchange : public ThreadExchange {
+ public:
+  using ThreadExchange::ThreadExchange;
+  std::unique_ptr<Pending> start_reduce_scatter(const float* in, float* out, size_t count,
+                                                TransferTag tag) override {
+    auto done = ThreadExchange::start_reduce_scatter(in, out, count, tag);
+    for (size_t i = 0; i < count; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, out + i, 4);
+      bits &= 0xffff0000u;
+      std::memcpy(out + i, &bits, 4);
+    }
+    return done;
+  }
+  bool exact() const override { return false; }
 };
 
 struct Batch {
@@ -171,6 +195,51 @@ void compare(int ranks, bool bitwise) {
       ASSERT_NEAR(sum, dx[i], 1e-5f * (1 + std::fabs(dx[i])));
   }
   for (double l : losses) EXPECT_NEAR(l, loss, bitwise ? 0.0 : 1e-5 * loss);
+}
+
+// One forward_backward at 2 ranks over `Ex`; every rank's error table.
+template <typename Ex>
+std::vector<ErrorTable> error_tables(bool measure) {
+  blas_single_thread();
+  const MlpShape shape{{30, 16, 12, 10}, {0.2f, 0.3f, 0.3f}};
+  const int n = 8, ranks = 2;
+  const Batch b(n, 30);
+  std::vector<ErrorTable> tables(ranks);
+  Shared shared(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      ShardedMlp part(shape, 5, r, ranks);
+      Ex ex(shared, r);
+      part.forward_backward(ex, b.x.data(), b.y.data(), n, 11, b.keys.data(), 1.0f / n, 0, false,
+                            nullptr, measure);
+      tables[r] = part.errors();
+    });
+  for (std::thread& t : threads) t.join();
+  return tables;
+}
+
+// mp's input gradients (the reduce_scatter of partial sums) are measured on measured steps of an
+// approximate exchange: "igrad layer 1" and "2", one value per row and column this rank owns.
+TEST(ShardedMlp, MeasuresTheInputGradientsItReceives) {
+  const std::vector<ErrorTable> tables = error_tables<RoundingExchange>(true);
+  for (int r = 0; r < 2; ++r)
+    for (int l : {1, 2}) {
+      const std::string key = "igrad layer " + std::to_string(l);
+      ASSERT_EQ(tables[r].count(key), 1u) << key;
+      const ErrorSum& e = tables[r].at(key);
+      EXPECT_EQ(e.count, uint64_t(8 * ColumnSplit{l == 1 ? 16 : 12, 2}.count(r))) << key;
+      EXPECT_GT(e.mean_abs(), 0.0) << key;
+      EXPECT_GT(e.mean_rel(), 0.0) << key;
+      EXPECT_LT(e.mean_rel(), 1.0 / 128) << key;  // bfloat16 keeps 8 significant bits
+    }
+}
+
+TEST(ShardedMlp, NoInputGradientErrorWhenExactOrNotMeasured) {
+  for (const ErrorTable& t : error_tables<ThreadExchange>(true))
+    EXPECT_TRUE(t.empty());  // fp32: nothing approximated, nothing recorded
+  for (const ErrorTable& t : error_tables<RoundingExchange>(false))
+    for (const auto& [key, e] : t) EXPECT_EQ(key.rfind("igrad", 0), std::string::npos) << key;
 }
 
 TEST(ShardedMlp, OneRankIsTheMlpBitForBit) {
