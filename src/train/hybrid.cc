@@ -83,18 +83,11 @@ class Hybrid : public Strategy {
       mistakes += model_->count_errors(*exchange_, x, test.labels.data() + i, n);
     }
     const CommStats after = exchange_->stats();
-    excluded_.bytes_sent += after.bytes_sent - before.bytes_sent;
-    excluded_.comm_seconds += after.comm_seconds - before.comm_seconds;
-    excluded_.codec_seconds += after.codec_seconds - before.codec_seconds;
+    excluded_ += after - before;
     return mistakes;
   }
 
-  CommStats stats() const override {
-    const CommStats a = exchange_->stats(), b = reducer_->stats();
-    return {a.bytes_sent + b.bytes_sent - excluded_.bytes_sent,
-            a.comm_seconds + b.comm_seconds - excluded_.comm_seconds,
-            a.codec_seconds + b.codec_seconds - excluded_.codec_seconds};
-  }
+  CommStats stats() const override { return exchange_->stats() + reducer_->stats() - excluded_; }
   ErrorTable errors() const override {
     ErrorTable t = model_->errors();
     for (const auto& [key, e] : reducer_->errors()) t[key].merge(e);

@@ -36,19 +36,11 @@ class ModelParallel : public Strategy {
     const int mistakes =
         model_->count_errors(*exchange_, test.images.data(), test.labels.data(), int(test.count));
     const CommStats after = exchange_->stats();
-    excluded_.bytes_sent += after.bytes_sent - before.bytes_sent;
-    excluded_.comm_seconds += after.comm_seconds - before.comm_seconds;
-    excluded_.codec_seconds += after.codec_seconds - before.codec_seconds;
+    excluded_ += after - before;
     return mistakes;
   }
 
-  CommStats stats() const override {
-    CommStats s = exchange_->stats();
-    s.bytes_sent -= excluded_.bytes_sent;
-    s.comm_seconds -= excluded_.comm_seconds;
-    s.codec_seconds -= excluded_.codec_seconds;
-    return s;
-  }
+  CommStats stats() const override { return exchange_->stats() - excluded_; }
   ErrorTable errors() const override { return model_->errors(); }
   uint64_t fp32_bytes_per_step(int batch) const override { return model_->fp32_bytes(batch); }
   uint64_t params_hash() override {

@@ -17,6 +17,16 @@ struct CommStats {
   uint64_t bytes_sent = 0;   // by this rank (fp32: what a ring allreduce sends, 2(P-1)/P x 4n)
   double comm_seconds = 0;   // inside MPI / transport calls
   double codec_seconds = 0;  // the rest of the allreduce (encode, decode, reduce)
+
+  CommStats operator+(const CommStats& o) const {
+    return {bytes_sent + o.bytes_sent, comm_seconds + o.comm_seconds,
+            codec_seconds + o.codec_seconds};
+  }
+  CommStats operator-(const CommStats& o) const {  // what happened between two readings
+    return {bytes_sent - o.bytes_sent, comm_seconds - o.comm_seconds,
+            codec_seconds - o.codec_seconds};
+  }
+  CommStats& operator+=(const CommStats& o) { return *this = *this + o; }
 };
 
 // Reducer keys: fully connected layer l is key l, the convolutional stem's stage s kConvKey + s.

@@ -69,9 +69,10 @@ EpochResult run_epoch(const Dataset& data, const TrainConfig& config, Strategy& 
   r.epoch = epoch + 1;
   r.steps = int(steps);
   r.train_loss = sum_over_ranks(loss) / double(steps * config.batch);
-  r.bytes_sent = after.bytes_sent - before.bytes_sent;
-  r.comm_seconds = after.comm_seconds - before.comm_seconds;
-  r.codec_seconds = after.codec_seconds - before.codec_seconds;
+  const CommStats spent = after - before;
+  r.bytes_sent = spent.bytes_sent;
+  r.comm_seconds = spent.comm_seconds;
+  r.codec_seconds = spent.codec_seconds;
   r.compute_seconds = std::max(0.0, train_seconds - r.comm_seconds - r.codec_seconds);
   // Evaluation's own transfers (mp) are left out of the counters above.
   r.test_error = strategy.test_mistakes(data.test) / double(data.test.count);
