@@ -152,7 +152,8 @@ void BM_Encode(benchmark::State& state, octet::DataType type, bool stochastic) {
       [&] { benchmark::DoNotOptimize(octet::encode(x.data(), n, o, out.data(), out.size())); });
 }
 
-void BM_Decode(benchmark::State& state, octet::DataType type) {
+void BM_Decode(benchmark::State& state, octet::DataType type,
+               octet::DecodeMode mode = octet::DecodeMode::kOverwrite) {
   const size_t n = state.range(0);
   const int threads = static_cast<int>(state.range(1));
   octet::CodecOptions o;
@@ -162,8 +163,9 @@ void BM_Decode(benchmark::State& state, octet::DataType type) {
     for (auto& v : x) v = std::fabs(v);
   const std::vector<uint8_t> p = octet::encode(x, o);
   std::vector<float> y(n);
-  run(state, n, p.size() + 4 * n, bound_rate(false, n, threads), [&] {
-    octet::decode(p.data(), p.size(), y.data(), n, octet::DecodeMode::kOverwrite, threads);
+  const size_t out_bytes = mode == octet::DecodeMode::kAccumulate ? 8 * n : 4 * n;  // read too
+  run(state, n, p.size() + out_bytes, bound_rate(false, n, threads), [&] {
+    octet::decode(p.data(), p.size(), y.data(), n, mode, threads);
     benchmark::ClobberMemory();
   });
 }
@@ -275,6 +277,10 @@ BENCHMARK_CAPTURE(BM_Encode, dynamic4, octet::DataType::kDynamic4, false)->Apply
 BENCHMARK_CAPTURE(BM_Decode, dynamic, octet::DataType::kDynamic)->Apply(sizes);
 BENCHMARK_CAPTURE(BM_Decode, linear, octet::DataType::kLinear)->Apply(sizes);
 BENCHMARK_CAPTURE(BM_Decode, dynamic4, octet::DataType::kDynamic4)->Apply(sizes);
+// out += decoded: what the reduction of a compressed allreduce does with every peer's chunk.
+BENCHMARK_CAPTURE(BM_Decode, dynamic_accumulate, octet::DataType::kDynamic,
+                  octet::DecodeMode::kAccumulate)
+    ->Apply(sizes);
 BENCHMARK(BM_EncodeThreads)->Apply(thread_cases);
 BENCHMARK(BM_EncodeThreadPerCall)
     ->Args({int64_t{1} << 20, 2})

@@ -5,7 +5,8 @@
 //
 //   octet_codec_best_of [n = 262144] [reps = 300]
 //
-// Prints one line: "bound X  <config> Y ..." in G elements/s. Run old and new builds alternately.
+// Prints one line: "bound X  <config> Y ..." in G elements/s (decode: 8-bit overwrite and
+// accumulate, decode4: 4-bit overwrite). Run old and new builds alternately.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -83,12 +84,23 @@ int main(int argc, char** argv) {
                   if (octet::encode(in.data(), n, o, out.data(), out.size()) == 0) std::abort();
                 }));
   }
-  octet::CodecOptions o;
-  o.threads = 1;
-  std::vector<uint8_t> out(octet::max_encoded_size(n, o));
-  const size_t size = octet::encode(x.data(), n, o, out.data(), out.size());
-  std::printf("  decode %.3f\n", best_rate(n, reps, [&] {
-                octet::decode(out.data(), size, y.data(), n, octet::DecodeMode::kOverwrite, 1);
-              }));
+  // Decodes: 8-bit overwrite and accumulate (the reduction's out += decoded), 4-bit overwrite.
+  for (octet::DataType type : {octet::DataType::kDynamic, octet::DataType::kDynamic4}) {
+    octet::CodecOptions o;
+    o.type = type;
+    o.threads = 1;
+    std::vector<uint8_t> out(octet::max_encoded_size(n, o));
+    const size_t size = octet::encode(x.data(), n, o, out.data(), out.size());
+    const bool four = type == octet::DataType::kDynamic4;
+    for (octet::DecodeMode mode : {octet::DecodeMode::kOverwrite, octet::DecodeMode::kAccumulate}) {
+      const bool acc = mode == octet::DecodeMode::kAccumulate;
+      if (four && acc) continue;
+      std::fill(y.begin(), y.end(), 0.0f);
+      std::printf(
+          "  decode%s%s %.3f", four ? "4" : "", acc ? "_accumulate" : "",
+          best_rate(n, reps, [&] { octet::decode(out.data(), size, y.data(), n, mode, 1); }));
+    }
+  }
+  std::printf("\n");
   return 0;
 }

@@ -628,56 +628,82 @@ size_t DecodeByteShuffle(const detail::QuantTable& t, const uint8_t* codes, size
 }
 #endif
 
-// The decoded value of every code for one block's scale: value * scale + decode_zero(scale), the
-// scalar reference's operations.
-void ScaledValues(const detail::QuantTable& t, float scale, float* scaled) {
+// The decoded value of every code for one block's scale, as float bits: value * scale +
+// decode_zero(scale), the scalar reference's operations. Only the type's 2^bits entries: a 4-bit
+// block (128 elements) must not pay for 256.
+void ScaledValues(const detail::QuantTable& t, float scale, uint32_t* bits) {
   const DF df;
+  const DU du;
   const auto vscale = hn::Set(df, scale), zero = hn::Set(df, detail::decode_zero(scale));
   const size_t codes = size_t{1} << t.bits;
   size_t c = 0;
   for (; c + hn::Lanes(df) <= codes; c += hn::Lanes(df))
-    hn::StoreU(hn::Add(hn::Mul(hn::LoadU(df, t.value + c), vscale), zero), df, scaled + c);
-  for (; c < codes; ++c) scaled[c] = detail::decode_value(t, static_cast<uint32_t>(c), scale);
+    hn::StoreU(hn::BitCast(du, hn::Add(hn::Mul(hn::LoadU(df, t.value + c), vscale), zero)), du,
+               bits + c);
+  for (; c < codes; ++c)
+    bits[c] = detail::float_bits(detail::decode_value(t, static_cast<uint32_t>(c), scale));
 }
 
-// Decode as a plain table lookup per element, in scalar code: a vector gather costs about 10
-// cycles per 8 elements on AMD Zen 3, more than 8 scalar loads and 4 paired stores.
-void DecodeByLoads(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
-                   float* out, bool accumulate) {
-  alignas(64) float scaled[256];
-  ScaledValues(t, scale, scaled);
-  uint32_t bits[256];
-  std::memcpy(bits, scaled, sizeof bits);
-  size_t i = 0;
-  if (!accumulate) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-    // 8 floats assembled in a register (loads folded into the inserts), one 32-byte store.
+// The table entries of 8 codes assembled in a register: scalar loads folded into the inserts, no
+// gather (a vector gather costs about 10 cycles per 8 elements on AMD Zen 3).
+HWY_INLINE __m256i LookUp8(const uint32_t* bits, const uint8_t* codes) {
+  uint64_t c;
+  std::memcpy(&c, codes, 8);
+  __m128i lo = _mm_cvtsi32_si128(static_cast<int>(bits[c & 0xff]));
+  lo = _mm_insert_epi32(lo, static_cast<int>(bits[(c >> 8) & 0xff]), 1);
+  lo = _mm_insert_epi32(lo, static_cast<int>(bits[(c >> 16) & 0xff]), 2);
+  lo = _mm_insert_epi32(lo, static_cast<int>(bits[(c >> 24) & 0xff]), 3);
+  __m128i hi = _mm_cvtsi32_si128(static_cast<int>(bits[(c >> 32) & 0xff]));
+  hi = _mm_insert_epi32(hi, static_cast<int>(bits[(c >> 40) & 0xff]), 1);
+  hi = _mm_insert_epi32(hi, static_cast<int>(bits[(c >> 48) & 0xff]), 2);
+  hi = _mm_insert_epi32(hi, static_cast<int>(bits[c >> 56]), 3);
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+}
+
+// 8 elements a step: one 32-byte store, or (accumulate) out + value, the scalar loop's add, lane
+// by lane. Returns the elements done.
+size_t DecodeVectors(const uint32_t* bits, const uint8_t* codes, size_t n, float* out,
+                     bool accumulate) {
+  size_t i = 0;
+  if (accumulate) {
     for (; i + 8 <= n; i += 8) {
-      uint64_t c;
-      std::memcpy(&c, codes + i, 8);
-      __m128i lo = _mm_cvtsi32_si128(static_cast<int>(bits[c & 0xff]));
-      lo = _mm_insert_epi32(lo, static_cast<int>(bits[(c >> 8) & 0xff]), 1);
-      lo = _mm_insert_epi32(lo, static_cast<int>(bits[(c >> 16) & 0xff]), 2);
-      lo = _mm_insert_epi32(lo, static_cast<int>(bits[(c >> 24) & 0xff]), 3);
-      __m128i hi = _mm_cvtsi32_si128(static_cast<int>(bits[(c >> 32) & 0xff]));
-      hi = _mm_insert_epi32(hi, static_cast<int>(bits[(c >> 40) & 0xff]), 1);
-      hi = _mm_insert_epi32(hi, static_cast<int>(bits[(c >> 48) & 0xff]), 2);
-      hi = _mm_insert_epi32(hi, static_cast<int>(bits[c >> 56]), 3);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
-                          _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+      const __m256 v = _mm256_castsi256_ps(LookUp8(bits, codes + i));
+      _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_loadu_ps(out + i), v));
     }
-#endif
-    for (; i + 8 <= n; i += 8) {
-      uint64_t c;
-      std::memcpy(&c, codes + i, 8);
-      for (int k = 0; k < 8; k += 2, c >>= 16) {
-        const uint64_t pair = bits[c & 0xff] | uint64_t{bits[(c >> 8) & 0xff]} << 32;
-        std::memcpy(out + i + k, &pair, 8);
-      }
+    return i;
+  }
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), LookUp8(bits, codes + i));
+  return i;
+}
+#else
+// Pairs of table entries, one 8-byte store each (overwrite only). Returns the elements done.
+size_t DecodeVectors(const uint32_t* bits, const uint8_t* codes, size_t n, float* out,
+                     bool accumulate) {
+  if (accumulate) return 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t c;
+    std::memcpy(&c, codes + i, 8);
+    for (int k = 0; k < 8; k += 2, c >>= 16) {
+      const uint64_t pair = bits[c & 0xff] | uint64_t{bits[(c >> 8) & 0xff]} << 32;
+      std::memcpy(out + i + k, &pair, 8);
     }
   }
+  return i;
+}
+#endif
+
+// Decode as a plain table lookup per element: the block's scaled table, then DecodeVectors, then
+// the scalar loop for the rest.
+void DecodeByLoads(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
+                   float* out, bool accumulate) {
+  alignas(64) uint32_t bits[256];
+  ScaledValues(t, scale, bits);
+  size_t i = DecodeVectors(bits, codes, n, out, accumulate);
   for (; i < n; ++i) {
-    float v = scaled[codes[i]];
+    float v = detail::bits_float(bits[codes[i]]);
     if (accumulate) {
       float o;
       std::memcpy(&o, out + i, sizeof o);

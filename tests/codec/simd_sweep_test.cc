@@ -136,9 +136,23 @@ void expect_decode_equal(const detail::QuantTable& t) {
   std::vector<uint8_t> codes;
   for (int rep = 0; rep < 3; ++rep)
     for (uint32_t c = 0; c < (1u << t.bits); ++c) codes.push_back(static_cast<uint8_t>(c));
+  for (uint32_t c = 0; c < 5; ++c)  // a tail shorter than a vector
+    codes.push_back(static_cast<uint8_t>((37 * c) & ((1u << t.bits) - 1)));
   for (float scale : {1.0f, -1.0f, 0.0f, -0.0f, 3.7e-3f, -2.5e30f, 1e-40f, -3e38f}) {
     for (bool accumulate : {false, true}) {
-      std::vector<float> simd(codes.size(), 0.25f), scalar(codes.size(), 0.25f);
+      // What accumulate adds to: zeros of both signs, non-finite values, denormals, large values.
+      const float start[] = {0.25f,
+                             -0.0f,
+                             0.0f,
+                             std::numeric_limits<float>::quiet_NaN(),
+                             -std::numeric_limits<float>::infinity(),
+                             1e-42f,
+                             -3e38f,
+                             7.5f,
+                             -1.0f};
+      std::vector<float> simd(codes.size());
+      for (size_t i = 0; i < simd.size(); ++i) simd[i] = start[i % (sizeof start / sizeof *start)];
+      std::vector<float> scalar = simd;
       codec::simd_kernels().decode(t, codes.data(), codes.size(), scale, simd.data(), accumulate);
       codec::scalar_kernels().decode(t, codes.data(), codes.size(), scale, scalar.data(),
                                      accumulate);
