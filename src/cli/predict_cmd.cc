@@ -350,7 +350,7 @@ void run_calibrate(const CalibrateArgs& a) {
                     p.bytes / p.seconds / 1e9);
     }
   } else {
-    std::printf("no link measured (run under mpirun with 2 or more ranks for the ping-pong)\n");
+    std::printf("no link measured (run under mpirun with 2 or more ranks to measure them)\n");
   }
   write_file(a.out, pr::calibration_json(cluster.get(), codec));
   std::printf("wrote %s\n", a.out.c_str());
@@ -455,7 +455,8 @@ void add_predict_commands(CLI::App& app) {
       ->check(at_least<size_t>(1));
   calibrate->add_option("--repeats", cal.repeats, "timings per measurement (best kept)")
       ->check(at_least(1));
-  calibrate->add_option("--max-bytes", cal.max_bytes, "largest ping-pong message (8 to 1G)");
+  calibrate->add_option("--max-bytes", cal.max_bytes,
+                        "largest message of the link measurement (8 to 1G; each rank holds two)");
   calibrate->add_option("--out", cal.out, "file to write (JSON, read by octet predict)");
   calibrate->callback([] { run_calibrate(cal); });
 }

@@ -1,5 +1,6 @@
-// Measurements on the machine at hand: codec throughput, and the links to other ranks by a
-// ping-pong through Octet's transport, fitted to alpha-beta.
+// Measurements on the machine at hand: codec throughput, and the links to other ranks in ring
+// steps through Octet's transport (every rank sending and receiving at once), fitted to
+// alpha-beta.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -162,30 +163,105 @@ Link fit_link(const std::vector<Link::Point>& points) {
   return link;
 }
 
+namespace {
+
+// One ring step per iteration: every rank sends `bytes` to `to` and receives as many from `from`
+// at once, as each step of a ring collective does, so the time includes what the other ranks'
+// traffic costs (a shared switch, NIC or memory bus, and the cores that run the transport). For
+// every power-of-4 size up to half the buffer: sent from its first half, received into the second.
+std::vector<Link::Point> ring_steps(Transport& t, int to, int from, char* buffer,
+                                    size_t buffer_size) {
+  char* const in = buffer + buffer_size / 2;
+  std::vector<Link::Point> points;
+  for (size_t bytes = 8; bytes <= buffer_size / 2; bytes *= 4) {
+    const int iters =
+        static_cast<int>(std::max<size_t>(4, std::min<size_t>(200, (size_t{64} << 20) / bytes)));
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = -2; i < iters; ++i) {  // two warm-up rounds
+      if (i == 0) t0 = std::chrono::steady_clock::now();
+      const auto received = t.irecv(in, bytes, from, 0);
+      const auto sent = t.isend(buffer, bytes, to, 0);
+      received->wait();
+      sent->wait();
+    }
+    const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+    points.push_back({double(bytes), dt.count() / iters});
+  }
+  return points;
+}
+
+// The ranks of every node (in order of their first rank), when every node holds the same number
+// of them; empty otherwise.
+std::vector<std::vector<int>> uniform_nodes(const std::vector<int>& node_of) {
+  std::vector<int> ids;
+  std::vector<std::vector<int>> nodes;
+  for (int r = 0; r < static_cast<int>(node_of.size()); ++r) {
+    const auto it = std::find(ids.begin(), ids.end(), node_of[r]);
+    if (it == ids.end()) {
+      ids.push_back(node_of[r]);
+      nodes.push_back({r});
+    } else {
+      nodes[size_t(it - ids.begin())].push_back(r);
+    }
+  }
+  for (const auto& n : nodes)
+    if (n.size() != nodes.front().size()) return {};
+  return nodes;
+}
+
+}  // namespace
+
 std::unique_ptr<Cluster> measure_links(Transport& transport, const std::vector<int>& node_of,
                                        char* buffer, size_t buffer_size) {
   const int me = transport.rank(), size = transport.size();
   if (node_of.size() != size_t(size)) fail("measure_links", "node_of must name every rank's node");
-  int same = -1, other = -1, node_size = 1;
-  for (int r = 1; r < size; ++r) {
-    if (node_of[r] == node_of[0]) {
-      ++node_size;
-      if (same < 0) same = r;
-    } else if (other < 0) {
-      other = r;
-    }
-  }
+  const std::vector<std::vector<int>> nodes = uniform_nodes(node_of);
   std::vector<Link::Point> intra, inter;
-  if (same > 0 && (me == 0 || me == same)) intra = ping_pong(transport, same, buffer, buffer_size);
-  if (other > 0 && (me == 0 || me == other))
-    inter = ping_pong(transport, other, buffer, buffer_size);
+  int node_size = 1, node_count = 1;
+  if (!nodes.empty()) {
+    // Every rank in ring steps: within each node, then across the nodes (local rank l of node n
+    // to local rank l of node n + 1), all nodes and all local ranks at once.
+    node_count = static_cast<int>(nodes.size());
+    node_size = static_cast<int>(nodes.front().size());
+    int n = 0, l = 0;
+    for (; n < node_count; ++n) {
+      const auto it = std::find(nodes[n].begin(), nodes[n].end(), me);
+      if (it != nodes[n].end()) {
+        l = static_cast<int>(it - nodes[n].begin());
+        break;
+      }
+    }
+    if (node_size > 1)
+      intra = ring_steps(transport, nodes[n][(l + 1) % node_size],
+                         nodes[n][(l + node_size - 1) % node_size], buffer, buffer_size);
+    if (node_count > 1)
+      inter = ring_steps(transport, nodes[(n + 1) % node_count][l],
+                         nodes[(n + node_count - 1) % node_count][l], buffer, buffer_size);
+  } else {
+    // Nodes of different sizes: a ping-pong between rank 0 and the first other rank on its node
+    // (intra), and the first rank on another node (inter).
+    int same = -1, other = -1;
+    for (int r = 1; r < size; ++r) {
+      if (node_of[r] == node_of[0]) {
+        ++node_size;
+        if (same < 0) same = r;
+      } else if (other < 0) {
+        other = r;
+      }
+    }
+    node_count = std::max(1, size / node_size);
+    if (same > 0 && (me == 0 || me == same))
+      intra = ping_pong(transport, same, buffer, buffer_size / 2);
+    if (other > 0 && (me == 0 || me == other))
+      inter = ping_pong(transport, other, buffer, buffer_size / 2);
+  }
   if (me != 0) return nullptr;
   auto cluster = std::make_unique<Cluster>();
   cluster->gpus_per_node = node_size;
-  cluster->nodes = std::max(1, size / node_size);
-  if (same > 0) cluster->intra = fit_link(intra);
-  if (other > 0) cluster->inter = fit_link(inter);
-  if (same < 0) cluster->intra = cluster->inter;  // one rank per node: no intra-node link seen
+  cluster->nodes = node_count;
+  if (!intra.empty()) cluster->intra = fit_link(intra);
+  if (!inter.empty()) cluster->inter = fit_link(inter);
+  if (intra.empty()) cluster->intra = cluster->inter;  // one rank per node: no intra-node link
   return cluster;
 }
 
@@ -196,8 +272,8 @@ std::unique_ptr<Cluster> measure_mpi_cluster(size_t max_bytes) {
   if (size < 2) return nullptr;
   const std::vector<int> node_of = mpi_nodes();
   const std::shared_ptr<Transport> transport = make_mpi_transport(MPI_COMM_WORLD);
-  std::vector<char> buffer;
-  on_every_rank("allocating the ping-pong buffer", [&] { buffer.resize(max_bytes); });
+  std::vector<char> buffer;  // what a rank sends, then what it receives
+  on_every_rank("allocating the message buffers", [&] { buffer.resize(2 * max_bytes); });
   std::unique_ptr<Cluster> cluster;
   on_every_rank("measuring the links", [&] {
     cluster = measure_links(*transport, node_of, buffer.data(), buffer.size());

@@ -248,12 +248,15 @@ CodecCost measure_codec(DataType type, uint32_t block_size, size_t elements, int
 // to a measured table, and keeps the table.
 Link fit_link(const std::vector<Link::Point>& points);
 
-// Rank 0's links, measured through `transport` (Octet's own path, the one its collectives use):
-// a ping-pong with the first other rank on its node (intra) and the first rank on another node
-// (inter), node_of[r] naming rank r's node; half the round trip for every power-of-4 message
-// size from 8 bytes to buffer_size, sent from and received into `buffer`. Collective over the
-// transport's ranks. Returns the cluster on rank 0 (intra = inter when rank 0's node holds no
-// other rank), null on the other ranks.
+// Rank 0's links, measured through `transport` (Octet's own path, the one its collectives use),
+// node_of[r] naming rank r's node. Where every node holds the same number of ranks, every rank
+// takes part: ring steps within each node (intra), then across the nodes (inter), each rank
+// sending to the next and receiving from the previous at once, the time of one step being the
+// link's time, as a ring collective sees it with every link busy. Otherwise a ping-pong between
+// rank 0 and the first other rank on its node (intra) and on another node (inter), half the round
+// trip. Every power-of-4 message size from 8 bytes to buffer_size / 2 (sent from the first half
+// of `buffer`, received into the second). Collective over the transport's ranks. Returns the
+// cluster on rank 0 (intra = inter when a node holds one rank), null on the other ranks.
 std::unique_ptr<Cluster> measure_links(Transport& transport, const std::vector<int>& node_of,
                                        char* buffer, size_t buffer_size);
 

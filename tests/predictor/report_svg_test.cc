@@ -162,7 +162,8 @@ std::vector<std::unique_ptr<Cluster>> links_on_threads(const std::vector<int>& n
 }
 
 TEST(CalibrateTest, LinksAreMeasuredThroughATransport) {
-  auto c = links_on_threads({0, 0, 1, 1}, 8192);  // two nodes of two ranks
+  // Two nodes of two ranks: ring steps; messages up to half the buffer.
+  auto c = links_on_threads({0, 0, 1, 1}, 2 * 8192);
   ASSERT_TRUE(c[0]);
   for (int r = 1; r < 4; ++r) EXPECT_FALSE(c[r]) << r;
   EXPECT_EQ(c[0]->gpus_per_node, 2);
@@ -174,11 +175,33 @@ TEST(CalibrateTest, LinksAreMeasuredThroughATransport) {
     EXPECT_GT(link->bandwidth_Bps, 0);
   }
 
-  c = links_on_threads({0, 1}, 64);  // one rank per node: the inter-node link stands for both
+  c = links_on_threads({0, 1}, 2 * 64);  // one rank per node: the inter-node link stands for both
   ASSERT_TRUE(c[0]);
   EXPECT_EQ(c[0]->nodes, 2);
   EXPECT_EQ(c[0]->intra.table.size(), 2u);  // 8 and 32 bytes
   EXPECT_EQ(c[0]->intra.latency_s, c[0]->inter.latency_s);
+
+  // Nodes of different sizes (three ranks, then three of one): rank 0's ping-pong with a rank of
+  // its node and one of another; the other ranks wait for nothing.
+  c = links_on_threads({0, 0, 0, 3, 4, 5}, 2 * 512);
+  ASSERT_TRUE(c[0]);
+  EXPECT_EQ(c[0]->gpus_per_node, 3);
+  for (const Link* link : {&c[0]->intra, &c[0]->inter}) {
+    ASSERT_EQ(link->table.size(), 4u);  // 8, 32, 128, 512 bytes
+    EXPECT_GT(link->bandwidth_Bps, 0);
+  }
+}
+
+TEST(CalibrateTest, NodesOfEqualSizeMeasureEveryRankInRingSteps) {
+  // Three nodes of two ranks, interleaved: the ring within a node and across the nodes pairs
+  // ranks by node, not by rank number (a wrong pairing deadlocks or mismatches sizes).
+  const auto c = links_on_threads({0, 1, 2, 0, 1, 2}, 2 * 2048);
+  ASSERT_TRUE(c[0]);
+  for (int r = 1; r < 6; ++r) EXPECT_FALSE(c[r]) << r;
+  EXPECT_EQ(c[0]->gpus_per_node, 2);
+  EXPECT_EQ(c[0]->nodes, 3);
+  EXPECT_EQ(c[0]->intra.table.size(), 5u);
+  EXPECT_EQ(c[0]->inter.table.size(), 5u);
 }
 
 }  // namespace
