@@ -31,6 +31,7 @@ struct TrainArgs {
   int seeds = 1;
   uint64_t first_seed = 1;
   float lr = 0.003f;
+  bool barrier = false;
 };
 
 std::string command_line(const TrainArgs& a) {
@@ -39,7 +40,7 @@ std::string command_line(const TrainArgs& a) {
          " --sub-batch " + std::to_string(a.sub_batch) + " --train-limit " +
          std::to_string(a.train_limit) + " --test-limit " + std::to_string(a.test_limit) +
          " --seeds " + std::to_string(a.seeds) + " --seed " + std::to_string(a.first_seed) +
-         " --lr " + std::to_string(a.lr) + " --data " + a.data;
+         " --lr " + std::to_string(a.lr) + " --data " + a.data + (a.barrier ? " --barrier" : "");
 }
 
 // The learning curves: one line chart per mode (the predictor's SVG writer), stacked in one SVG;
@@ -90,6 +91,7 @@ void run_train(const TrainArgs& a) {
   config.batch = a.batch;
   config.model = a.model;
   config.sub_batch = a.sub_batch;
+  config.barrier = a.barrier;
   if (a.model == "alexnet") config.shape = train::alexnet_head();
   config.optimizer.lr = a.lr;
   try {  // the same arguments and files on every rank: the same error
@@ -169,6 +171,9 @@ void add_train_commands(CLI::App& app) {
   c->add_option("--seed", args->first_seed, "the first seed")->check(at_least<uint64_t>(0));
   c->add_option("--lr", args->lr, "RMSProp learning rate")->check(CLI::PositiveNumber);
   c->add_option("--data", args->data, "folder of the Fashion-MNIST idx files (plain or .gz)");
+  c->add_flag("--barrier", args->barrier,
+              "mp and hybrid: a barrier before every transfer, timed apart as 'wait' (the ranks' "
+              "imbalance), so that comm holds the transfers alone; the results stay the same");
   c->add_option("--json", args->json, "write the runs as JSON to this file (atomically)");
   c->add_option("--svg", args->svg,
                 "write learning curves (test error per epoch, mean over seeds) as SVG to this "

@@ -55,6 +55,7 @@ class MpiExchange : public Exchange {
   MpiExchange() { MPI_Comm_size(MPI_COMM_WORLD, &size_); }
   std::unique_ptr<Pending> start_allgather(const float* in, float* out, size_t count,
                                            TransferTag) override {
+    sync_point();
     const auto t = Clock::now();
     MPI_Request r;
     check_mpi(
@@ -64,6 +65,7 @@ class MpiExchange : public Exchange {
   }
   std::unique_ptr<Pending> start_reduce_scatter(const float* in, float* out, size_t count,
                                                 TransferTag) override {
+    sync_point();
     const auto t = Clock::now();
     MPI_Request r;
     check_mpi(
@@ -71,7 +73,7 @@ class MpiExchange : public Exchange {
         "MPI_Ireduce_scatter_block");
     return started(r, count, t);
   }
-  CommStats stats() const override { return stats_; }
+  CommStats transfer_stats() const override { return stats_; }
   bool exact() const override { return true; }
 
  private:
@@ -125,16 +127,18 @@ class OctetExchange : public Exchange {
         seed_(seed) {}
   std::unique_ptr<Pending> start_allgather(const float* in, float* out, size_t count,
                                            TransferTag tag) override {
+    sync_point();
     return start(tag, "act",
                  [&](const CollectiveOptions& o) { return iallgather(comm_, in, out, count, o); });
   }
   std::unique_ptr<Pending> start_reduce_scatter(const float* in, float* out, size_t count,
                                                 TransferTag tag) override {
+    sync_point();
     return start(tag, "dact", [&](const CollectiveOptions& o) {
       return ireduce_scatter(comm_, in, out, count, o);
     });
   }
-  CommStats stats() const override {
+  CommStats transfer_stats() const override {
     CommStats s = stats_;
     s.bytes_sent = transport_->counters().bytes_sent;
     return s;
@@ -171,9 +175,21 @@ void Exchange::reduce_scatter_exact(const float* in, float* out, size_t count) {
             "MPI_Reduce_scatter_block");
 }
 
-std::unique_ptr<Exchange> make_exchange(const CommSpec& spec, uint64_t seed) {
-  if (spec.fp32) return std::make_unique<MpiExchange>();
-  return std::make_unique<OctetExchange>(spec, seed);
+void Exchange::sync_point() {
+  if (!barrier_) return;
+  const auto t = Clock::now();
+  check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  wait_seconds_ += since(t);
+}
+
+std::unique_ptr<Exchange> make_exchange(const CommSpec& spec, uint64_t seed, bool barrier) {
+  std::unique_ptr<Exchange> e;
+  if (spec.fp32)
+    e = std::make_unique<MpiExchange>();
+  else
+    e = std::make_unique<OctetExchange>(spec, seed);
+  e->set_barrier(barrier);
+  return e;
 }
 
 }  // namespace train

@@ -25,7 +25,9 @@ constexpr int kFeatureKey = 200;  // the features allgather's transfer key
 class Hybrid : public Strategy {
  public:
   Hybrid(const TrainConfig& config, const CommSpec& comm, uint64_t seed)
-      : config_(config), exchange_(make_exchange(comm, seed)), reducer_(make_reducer(comm, seed)) {
+      : config_(config),
+        exchange_(make_exchange(comm, seed, config.barrier)),
+        reducer_(make_reducer(comm, seed)) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks_);
     model_ = std::make_unique<ShardedMlp>(config.shape, seed, rank_, ranks_);

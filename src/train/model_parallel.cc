@@ -13,7 +13,7 @@ namespace {
 class ModelParallel : public Strategy {
  public:
   ModelParallel(const TrainConfig& config, const CommSpec& comm, uint64_t seed)
-      : config_(config), exchange_(make_exchange(comm, seed)) {
+      : config_(config), exchange_(make_exchange(comm, seed, config.barrier)) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks_);
     model_ = std::make_unique<ShardedMlp>(config.shape, seed, rank_, ranks_);

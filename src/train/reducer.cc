@@ -61,7 +61,7 @@ class OctetReducer : public GradientReducer {
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
   }
   void average(float* grad, size_t count, int key, uint64_t step, bool measure) override {
-    if (measure) exact_average(grad, count);
+    if (measure) measured([&] { exact_average(grad, count); });
     CollectiveOptions o = options_;
     o.codec.seed = stream_key({seed_, step, uint64_t(key)});
     if (ef_) o.error_feedback_key = "grad" + std::to_string(key);
@@ -72,10 +72,10 @@ class OctetReducer : public GradientReducer {
     const double comm = transport_->counters().seconds - comm_before;
     comm_seconds_ += comm;
     codec_seconds_ += total > comm ? total - comm : 0.0;
-    if (measure) errors_[gradient_name(key)].add(exact_.data(), grad, count);
+    if (measure) measured([&] { errors_[gradient_name(key)].add(exact_.data(), grad, count); });
   }
   CommStats stats() const override {
-    return {transport_->counters().bytes_sent, comm_seconds_, codec_seconds_};
+    return {transport_->counters().bytes_sent, comm_seconds_, codec_seconds_, measure_seconds_};
   }
   const ErrorTable& errors() const override { return errors_; }
 
@@ -86,9 +86,16 @@ class OctetReducer : public GradientReducer {
   uint64_t seed_;
   bool ef_ = false;
   int size_ = 1;
-  double comm_seconds_ = 0, codec_seconds_ = 0;
+  double comm_seconds_ = 0, codec_seconds_ = 0, measure_seconds_ = 0;
   std::vector<float> exact_;
   ErrorTable errors_;
+
+  template <typename F>
+  void measured(F f) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    measure_seconds_ += seconds_since(start);
+  }
 
   void exact_average(const float* grad, size_t count) {
     exact_.resize(count);

@@ -17,14 +17,22 @@ struct CommStats {
   uint64_t bytes_sent = 0;   // by this rank (fp32: what a ring allreduce sends, 2(P-1)/P x 4n)
   double comm_seconds = 0;   // inside MPI / transport calls
   double codec_seconds = 0;  // the rest of the allreduce (encode, decode, reduce)
+  // Measuring what the transfers lost (the exact fp32 references and the error sums of the
+  // `measure` steps): not training's time, so left out of the compute and step times.
+  double measure_seconds = 0;
+  // `--barrier`: waiting for the slowest rank before each transfer (the ranks' imbalance), apart
+  // from the transfer's own time.
+  double wait_seconds = 0;
 
   CommStats operator+(const CommStats& o) const {
     return {bytes_sent + o.bytes_sent, comm_seconds + o.comm_seconds,
-            codec_seconds + o.codec_seconds};
+            codec_seconds + o.codec_seconds, measure_seconds + o.measure_seconds,
+            wait_seconds + o.wait_seconds};
   }
   CommStats operator-(const CommStats& o) const {  // what happened between two readings
     return {bytes_sent - o.bytes_sent, comm_seconds - o.comm_seconds,
-            codec_seconds - o.codec_seconds};
+            codec_seconds - o.codec_seconds, measure_seconds - o.measure_seconds,
+            wait_seconds - o.wait_seconds};
   }
   CommStats& operator+=(const CommStats& o) { return *this = *this + o; }
 };
@@ -37,8 +45,9 @@ class GradientReducer {
   virtual ~GradientReducer() = default;
   // Replaces grad[0, count) by its average over the ranks. `key` names the tensor (error
   // feedback), `step` makes stochastic rounding draw fresh numbers each step. `measure`: also
-  // compare the result with the exact fp32 average (an extra MPI_Allreduce, left out of the
-  // stats) and add the difference to errors() under "grad layer <l>" or "grad conv <s>".
+  // compare the result with the exact fp32 average (an extra MPI_Allreduce, counted in the
+  // stats' measure_seconds only) and add the difference to errors() under "grad layer <l>" or "grad
+  // conv <s>".
   virtual void average(float* grad, size_t count, int key, uint64_t step, bool measure) = 0;
   virtual CommStats stats() const = 0;
   // This rank's sums (fp32 sends exact averages: empty).

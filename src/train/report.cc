@@ -42,12 +42,14 @@ double t95(size_t df) {
 
 std::string epoch_line(const RunResult& run) {
   const EpochResult& e = run.epochs.back();
-  return format(
+  std::string line = format(
       "%-6s %-12s seed %-3llu epoch %-3d loss %.4f  test error %6.2f%%  sent %10s  compute %.2f "
       "s  comm %.2f s  codec %.2f s",
       run.mode.c_str(), run.comm.c_str(), (unsigned long long)run.seed, e.epoch, e.train_loss,
       100 * e.test_error, mib(double(e.bytes_sent)).c_str(), e.compute_seconds, e.comm_seconds,
       e.codec_seconds);
+  if (e.wait_seconds > 0) line += format("  wait %.2f s", e.wait_seconds);
+  return line;
 }
 
 Interval mean_interval(const std::vector<double>& v) {
@@ -178,6 +180,8 @@ std::string to_json(const std::vector<RunResult>& runs, const std::string& comma
                                {"compute_seconds", e.compute_seconds},
                                {"communication_seconds", e.comm_seconds},
                                {"codec_seconds", e.codec_seconds},
+                               {"measure_seconds", e.measure_seconds},
+                               {"wait_seconds", e.wait_seconds},
                                {"wall_seconds", e.wall_seconds}});
     doc["runs"].push_back(run);
   }

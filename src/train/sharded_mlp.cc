@@ -110,11 +110,13 @@ void ShardedMlp::forward(Exchange& ex, const float* x, int n, bool train, uint64
 void ShardedMlp::record_input_gradient_error(Exchange& ex, int l, int n) {
   const ColumnSplit& s = splits_[l - 1];
   const int block = s.block(), count = s.count(rank_);
-  exact_.resize(received_.size());
-  ex.reduce_scatter_exact(sent_.data(), exact_.data(), exact_.size());
-  ErrorSum& e = errors_["igrad layer " + std::to_string(l)];
-  for (int i = 0; i < n; ++i)
-    e.add(exact_.data() + size_t(i) * block, received_.data() + size_t(i) * block, size_t(count));
+  ex.measuring([&] {
+    exact_.resize(received_.size());
+    ex.reduce_scatter_exact(sent_.data(), exact_.data(), exact_.size());
+    ErrorSum& e = errors_["igrad layer " + std::to_string(l)];
+    for (int i = 0; i < n; ++i)
+      e.add(exact_.data() + size_t(i) * block, received_.data() + size_t(i) * block, size_t(count));
+  });
 }
 
 // From partial_ (this rank's partial sum of layer l's input gradient, n x widths[l]) to dy_ (the

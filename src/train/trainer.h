@@ -30,6 +30,8 @@ struct TrainConfig {
   int sub_batch = 16;         // hybrid: rows of each rank's shard per sub-batch
   int epochs = 1;
   int batch = 128;  // global minibatch (all ranks together)
+  // mp and hybrid: a barrier before every transfer, timed apart (CommStats::wait_seconds).
+  bool barrier = false;
   RmsProp optimizer;
   MlpShape shape = MlpShape::paper();
 };
@@ -40,6 +42,8 @@ struct EpochResult {
   double test_error = 0;    // fraction of the test set
   uint64_t bytes_sent = 0;  // by rank 0 in this epoch
   double compute_seconds = 0, comm_seconds = 0, codec_seconds = 0, wall_seconds = 0;
+  double measure_seconds = 0;  // the approximation error's exact references: in wall only
+  double wait_seconds = 0;     // --barrier: waiting for the slowest rank (part of a step)
   int steps = 0;
 };
 

@@ -104,8 +104,10 @@ class ThreadExchange : public Exchange {
   void reduce_scatter_exact(const float* in, float* out, size_t count) override {
     ThreadExchange::start_reduce_scatter(in, out, count, {});
   }
-  CommStats stats() const override { return {}; }
   bool exact() const override { return true; }
+
+ protected:
+  CommStats transfer_stats() const override { return {}; }
 
  private:
   Shared& s_;

@@ -2,7 +2,8 @@
 #   cmake -DOCTET=octet -DMPIRUN=mpirun -DNP=ranks -DDATA=dir -DCHECK=check -DWORK=dir
 #         -DARGS="train options" -P train_run.cmake
 # CHECK: learns (every fp32 run below MAX_FP32, every 8-bit run at most MARGIN above the fp32
-# run of its mode; both in millionths), repeatable (the same run twice, the same bits),
+# run of its mode; both in millionths), repeatable (the same run twice, the second with
+# --barrier: the same bits; the wait timed with --barrier only),
 # mp_equals_dp (every run ends with the parameters of the first, bit for bit), loss_close (the
 # first epoch's training loss of every fp32 run within 1% of the first run's).
 # Prints OCTET_TRAIN_SKIP (the test's SKIP_REGULAR_EXPRESSION) when the dataset is not installed.
@@ -14,7 +15,7 @@ separate_arguments(args UNIX_COMMAND "${ARGS}")
 
 function(run_train json)
   execute_process(COMMAND ${MPIRUN} --oversubscribe -np ${NP} --mca pml ob1 --mca btl self,tcp
-                          ${OCTET} train --data ${DATA} --json ${json} ${args}
+                          ${OCTET} train --data ${DATA} --json ${json} ${args} ${ARGN}
                   RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "octet train failed (${rc})")
@@ -58,6 +59,13 @@ function(check_learns text)
     field("${text}" ${i} best_test_error err)
     message("${mode} ${comm}: best test error ${err}")
     to_micro(${err} micro)
+    # The approximation error's exact references are timed apart from training (fp32 has none).
+    string(JSON measure GET "${text}" runs ${i} epochs 0 measure_seconds)
+    if(comm STREQUAL "fp32" AND NOT measure STREQUAL "0.0")
+      message(FATAL_ERROR "${mode} fp32 spent ${measure} s measuring what it lost")
+    elseif(NOT comm STREQUAL "fp32" AND measure STREQUAL "0.0")
+      message(FATAL_ERROR "${mode} ${comm} counted no time measuring its approximation error")
+    endif()
     if(comm STREQUAL "fp32")
       set(fp32_${mode} ${micro})
       if(micro GREATER_EQUAL ${MAX_FP32})
@@ -80,7 +88,7 @@ if(CHECK STREQUAL "learns")
   check_learns("${text}")
 elseif(CHECK STREQUAL "repeatable")
   run_train(${WORK}/repeat1_np${NP}.json)
-  run_train(${WORK}/repeat2_np${NP}.json)
+  run_train(${WORK}/repeat2_np${NP}.json --barrier)  # the barriers must not change a bit
   file(READ ${WORK}/repeat1_np${NP}.json t1)
   file(READ ${WORK}/repeat2_np${NP}.json t2)
   string(JSON n LENGTH "${t1}" runs)
@@ -95,6 +103,13 @@ elseif(CHECK STREQUAL "repeatable")
         message(FATAL_ERROR "${mode}: two runs with the same seed differ in ${key}")
       endif()
     endforeach()
+    # --barrier's wait is timed in mp and hybrid (dp's reducers have none), and only with it.
+    field("${t1}" ${i} mode mode)
+    string(JSON w1 GET "${t1}" runs ${i} epochs 0 wait_seconds)
+    string(JSON w2 GET "${t2}" runs ${i} epochs 0 wait_seconds)
+    if(NOT w1 STREQUAL "0.0" OR (NOT mode STREQUAL "dp" AND w2 STREQUAL "0.0"))
+      message(FATAL_ERROR "${mode}: wait ${w1} s without --barrier, ${w2} s with it")
+    endif()
   endforeach()
 elseif(CHECK STREQUAL "mp_equals_dp" OR CHECK STREQUAL "loss_close")
   run_train(${WORK}/${CHECK}_np${NP}.json)
