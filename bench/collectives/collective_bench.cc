@@ -44,6 +44,7 @@ std::vector<size_t> row_sizes(const Config& c, const BenchOp& op, int ranks) {
     fail("-f must be a finite number > 1, not " + number(c.factor));
   if (c.iters < 1) fail("-n must be at least 1");
   if (c.rounds < 1) fail("--rounds must be at least 1");
+  if (c.gap_us < 0 || c.gap_us > 10000000) fail("--gap-us must be in 0..10000000");
   if (c.warmup < 0) fail("-w must be at least 0");
   std::vector<size_t> sizes;
   for (double s = double(c.first_bytes); s <= double(c.last_bytes) * (1 + 1e-9); s *= c.factor) {
@@ -170,9 +171,26 @@ class Engine {
   double time_block(bool octet, size_t count, int calls) {
     op_.prepare(in_, out_);
     PMPI_Barrier(MPI_COMM_WORLD);
+    if (c_.gap_us > 0) return time_spaced_calls(octet, count, calls);
     const double t0 = PMPI_Wtime();
     for (int it = 0; it < calls; ++it) call(octet, count);
     return (PMPI_Wtime() - t0) / calls;
+  }
+
+  // --gap-us: each call timed alone after a busy wait, as a training step computes between its
+  // transfers (busy: a sleeping rank would also measure the scheduler's wake-up).
+  double time_spaced_calls(bool octet, size_t count, int calls) {
+    const double gap = double(c_.gap_us) * 1e-6;
+    double total = 0;
+    for (int it = 0; it < calls; ++it) {
+      const double idle = PMPI_Wtime();
+      while (PMPI_Wtime() - idle < gap) {
+      }
+      const double t0 = PMPI_Wtime();
+      call(octet, count);
+      total += PMPI_Wtime() - t0;
+    }
+    return total / calls;
   }
 
   static double median(std::vector<double> v) {

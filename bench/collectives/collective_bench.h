@@ -31,7 +31,10 @@ struct Config {
   uint64_t last_bytes = uint64_t{64} << 20;  // no row above this
   double factor = 2;                         // size multiplier between rows (> 1)
   int iters = 20, warmup = 5;                // timed (>= 1) and untimed (>= 0) calls per row
-  int rounds = 1;             // blocks the timed calls are cut into, Octet's and MPI's taking turns
+  int rounds = 1;  // blocks the timed calls are cut into, Octet's and MPI's taking turns
+  // Microseconds of busy waiting before every timed call, outside its time: the compute that
+  // separates a training step's transfers (a link idle for that long; 0: calls back to back).
+  int64_t gap_us = 0;
   CollectiveOptions options;  // type, block, rounding, average, min_bytes, chunks
   bool check = true;          // error columns and #wrong
   bool baseline = true;       // time (and check) the fp32 PMPI call too

@@ -48,11 +48,12 @@ Report::Report(const Config& config, int rank, int ranks, uint32_t block, double
   if (!table_) return;
   const CollectiveOptions& o = config.options;
   std::printf(
-      "# octet bench %s: %d ranks, type %s, block %u%s%s, iters %d, warmup %d, rounds %d, chunk "
-      "%zu B, window %d, policy %s, min_bytes %zu\n",
+      "# octet bench %s: %d ranks, type %s, block %u%s%s, iters %d, warmup %d, rounds %d, gap %lld "
+      "us, chunk %zu B, window %d, policy %s, min_bytes %zu\n",
       operation_name(config.op).c_str(), ranks, data_type_name(o.codec.type), block,
       o.codec.stochastic ? ", stochastic" : "", o.average ? ", average" : "", config.iters,
-      config.warmup, config.rounds, o.chunk_bytes, o.window, policy_name(o.policy), o.min_bytes);
+      config.warmup, config.rounds, static_cast<long long>(config.gap_us), o.chunk_bytes, o.window,
+      policy_name(o.policy), o.min_bytes);
   std::printf("# baseline: fp32 PMPI call; MPI variables set:");
   const auto vars = mpi_algorithm_vars();
   if (vars.empty()) std::printf(" none (OpenMPI picks its algorithm)");
@@ -142,6 +143,7 @@ void Report::finish() const {
                               {"iters", config_.iters},
                               {"warmup", config_.warmup},
                               {"rounds", config_.rounds},
+                              {"gap_us", config_.gap_us},
                               {"chunk_bytes", o.chunk_bytes},
                               {"window", o.window},
                               {"min_bytes", o.min_bytes},

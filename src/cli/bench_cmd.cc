@@ -21,6 +21,7 @@ struct BenchArgs {
   std::string type = "dynamic", policy = "auto";
   double factor = 2;
   int iters = 20, warmup = 5, window = 4, rounds = 1;
+  int64_t gap_us = 0;
   uint32_t block = 0;
   bool stochastic = false, average = false, check = true, baseline = true;
   std::string json;
@@ -63,6 +64,7 @@ bench::Config to_config(const BenchArgs& a) {
   c.iters = a.iters;
   c.warmup = a.warmup;
   c.rounds = a.rounds;
+  c.gap_us = a.gap_us;
   c.options.codec.type = parse_data_type(a.type);
   c.options.codec.block_size = a.block;
   c.options.codec.stochastic = a.stochastic;
@@ -119,6 +121,10 @@ void add_bench_commands(CLI::App& app) {
                 "cut the timed iterations into this many blocks, Octet's and MPI's alternating; "
                 "each side's time is the median of its blocks")
       ->check(at_least(1));
+  c->add_option("--gap-us", args->gap_us,
+                "busy-wait this many microseconds before every timed call, outside its time (the "
+                "compute between a training step's transfers; 0: back to back)")
+      ->check(CLI::Range(int64_t{0}, int64_t{10000000}));
   c->add_option("--type", args->type, "codec data type");
   c->add_option("--block", args->block, "block size (0: the type's default)")
       ->check(at_least<uint32_t>(0));
