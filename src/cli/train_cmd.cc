@@ -7,6 +7,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.h"
@@ -32,6 +34,7 @@ struct TrainArgs {
   uint64_t first_seed = 1;
   float lr = 0.003f;
   bool barrier = false;
+  std::vector<std::string> report;  // --report: files to combine instead of training
 };
 
 std::string command_line(const TrainArgs& a) {
@@ -79,7 +82,47 @@ std::string curves_svg(const std::vector<train::RunResult>& runs, int ranks) {
          std::to_string(int(top)) + "\">\n" + charts + "</svg>\n";
 }
 
+// --report: the runs of several --json files in one table, as if one command had made them (seeds
+// of one comparison run as separate jobs, say). A (mode, comm, seed) in two files is an error:
+// the paired differences and intervals would count it twice.
+void report_runs(const TrainArgs& a) {
+  std::vector<train::RunResult> runs;
+  std::map<std::tuple<std::string, std::string, uint64_t>, std::string> seen;
+  int ranks = 0;
+  for (const std::string& file : a.report) {
+    const Buffer bytes = read_file(file);
+    for (train::RunResult& r : train::from_json(std::string(bytes.begin(), bytes.end()), file)) {
+      const auto [it, fresh] = seen.emplace(std::make_tuple(r.mode, r.comm, r.seed), file);
+      if (!fresh)
+        throw Error(ErrorCode::kInvalidArgument, file + ": " + r.mode + " " + r.comm + " seed " +
+                                                     std::to_string(r.seed) + " is in " +
+                                                     it->second + " too");
+      if (ranks && r.ranks != ranks)
+        throw Error(ErrorCode::kInvalidArgument, file + ": runs of " + std::to_string(r.ranks) +
+                                                     " ranks beside runs of " +
+                                                     std::to_string(ranks));
+      ranks = r.ranks;
+      runs.push_back(std::move(r));
+    }
+  }
+  std::printf("octet train --report: %zu runs from %zu files, %d ranks\n\n%s", runs.size(),
+              a.report.size(), ranks, train::summary_table(runs).c_str());
+  const std::string errors = train::error_table(runs);
+  if (!errors.empty()) std::printf("\napproximation error of what was sent\n%s", errors.c_str());
+  std::string command = "octet train --report";
+  for (const std::string& f : a.report) command += " " + f;
+  if (!a.json.empty()) {
+    write_file(a.json, train::to_json(runs, command));
+    std::printf("wrote %s\n", a.json.c_str());
+  }
+  if (!a.svg.empty()) {
+    write_file(a.svg, curves_svg(runs, ranks));
+    std::printf("wrote %s\n", a.svg.c_str());
+  }
+}
+
 void run_train(const TrainArgs& a) {
+  if (!a.report.empty()) return report_runs(a);
   MpiSession mpi;
   int ranks = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
@@ -171,6 +214,10 @@ void add_train_commands(CLI::App& app) {
   c->add_option("--seed", args->first_seed, "the first seed")->check(at_least<uint64_t>(0));
   c->add_option("--lr", args->lr, "RMSProp learning rate")->check(CLI::PositiveNumber);
   c->add_option("--data", args->data, "folder of the Fashion-MNIST idx files (plain or .gz)");
+  c->add_option("--report", args->report,
+                "instead of training, combine the runs of these --json files into one table (and "
+                "--json/--svg): seeds of one comparison run as separate jobs")
+      ->expected(1, -1);
   c->add_flag("--barrier", args->barrier,
               "mp and hybrid: a barrier before every transfer, timed apart as 'wait' (the ranks' "
               "imbalance), so that comm holds the transfers alone; the results stay the same");

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -32,10 +34,12 @@ std::string mib(double bytes) {
 // Two-sided 95% quantile of Student's t with df degrees of freedom.
 double t95(size_t df) {
   static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
-                                 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131};
+                                 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
+                                 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+                                 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
   if (df == 0) return 0;
   if (df <= sizeof table / sizeof table[0]) return table[df - 1];
-  return df <= 30 ? 2.09 : 1.96;
+  return df <= 60 ? 2.000 : 1.960;  // 2.000 is df = 60's, above every df from 61 on
 }
 
 }  // namespace
@@ -169,7 +173,8 @@ std::string to_json(const std::vector<RunResult>& runs, const std::string& comma
       run["approximation_error"].push_back({{"sent", tensor},
                                             {"mean_abs_error", e.mean_abs()},
                                             {"mean_rel_error", e.mean_rel()},
-                                            {"values", e.count}});
+                                            {"values", e.count},
+                                            {"nonzero_values", e.nonzero}});
     run["epochs"] = nlohmann::json::array();
     for (const EpochResult& e : r.epochs)
       run["epochs"].push_back({{"epoch", e.epoch},
@@ -186,6 +191,128 @@ std::string to_json(const std::vector<RunResult>& runs, const std::string& comma
     doc["runs"].push_back(run);
   }
   return doc.dump(2) + "\n";
+}
+
+namespace {
+
+// One JSON document's runs, every field checked: errors name the file and the key path.
+class RunReader {
+ public:
+  explicit RunReader(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& why) const {
+    throw Error(ErrorCode::kInvalidArgument, source_ + ": " + path + ": " + why);
+  }
+  static std::string join(const std::string& path, const char* key) {
+    return path.empty() ? key : path + "." + key;
+  }
+  const nlohmann::json& at(const nlohmann::json& j, const std::string& path,
+                           const char* key) const {
+    if (!j.is_object() || !j.contains(key)) fail(join(path, key), "missing");
+    return j.at(key);
+  }
+  std::string text(const nlohmann::json& j, const std::string& path, const char* key) const {
+    const nlohmann::json& v = at(j, path, key);
+    if (!v.is_string()) fail(join(path, key), "expected a string");
+    return v.get<std::string>();
+  }
+  double number(const nlohmann::json& j, const std::string& path, const char* key, double lo,
+                double hi) const {
+    const nlohmann::json& v = at(j, path, key);
+    if (!v.is_number()) fail(join(path, key), "expected a number");
+    const double d = v.get<double>();
+    if (!(d >= lo && d <= hi)) fail(join(path, key), "out of range");
+    return d;
+  }
+  uint64_t whole(const nlohmann::json& j, const std::string& path, const char* key) const {
+    const nlohmann::json& v = at(j, path, key);
+    if (!v.is_number_unsigned()) fail(join(path, key), "expected a whole number >= 0");
+    return v.get<uint64_t>();
+  }
+
+  EpochResult epoch(const nlohmann::json& j, const std::string& path) const {
+    EpochResult e;
+    constexpr double kNever = 1e12;  // seconds: a typo, not a run
+    e.epoch = int(number(j, path, "epoch", 1, 1e9));
+    e.train_loss = number(j, path, "train_loss", 0, 1e30);
+    e.test_error = number(j, path, "test_error", 0, 1);
+    e.bytes_sent = whole(j, path, "bytes_sent");
+    e.steps = int(number(j, path, "steps", 0, 1e9));
+    e.compute_seconds = number(j, path, "compute_seconds", 0, kNever);
+    e.comm_seconds = number(j, path, "communication_seconds", 0, kNever);
+    e.codec_seconds = number(j, path, "codec_seconds", 0, kNever);
+    e.wall_seconds = number(j, path, "wall_seconds", 0, kNever);
+    // Written since measure and wait were timed apart; older files have neither.
+    if (j.contains("measure_seconds"))
+      e.measure_seconds = number(j, path, "measure_seconds", 0, kNever);
+    if (j.contains("wait_seconds")) e.wait_seconds = number(j, path, "wait_seconds", 0, kNever);
+    return e;
+  }
+
+  ErrorSum error_sum(const nlohmann::json& j, const std::string& path) const {
+    ErrorSum e;
+    e.count = whole(j, path, "values");
+    // nonzero_values since it is written; older files: every value counted for the mean.
+    e.nonzero = j.contains("nonzero_values") ? whole(j, path, "nonzero_values") : e.count;
+    if (e.nonzero > e.count) fail(join(path, "nonzero_values"), "more than values");
+    e.abs_sum = number(j, path, "mean_abs_error", 0, 1e38) * double(e.count);
+    e.rel_sum = number(j, path, "mean_rel_error", 0, 1e38) * double(e.nonzero);
+    return e;
+  }
+
+  RunResult run(const nlohmann::json& j, const std::string& path, int ranks) const {
+    RunResult r;
+    r.ranks = ranks;
+    r.mode = text(j, path, "mode");
+    if (r.mode != "dp" && r.mode != "mp" && r.mode != "hybrid")
+      fail(join(path, "mode"), "expected dp, mp or hybrid");
+    r.comm = text(j, path, "comm");
+    if (r.comm.empty()) fail(join(path, "comm"), "empty");
+    r.seed = whole(j, path, "seed");
+    r.best_test_error = number(j, path, "best_test_error", 0, 1);
+    r.fp32_reference_bytes = whole(j, path, "fp32_reference_bytes");
+    const std::string hash = text(j, path, "params_fnv1a");
+    char* end = nullptr;
+    r.params_hash = std::strtoull(hash.c_str(), &end, 16);
+    if (hash.size() != 16 || *end != '\0')
+      fail(join(path, "params_fnv1a"), "expected 16 hex digits");
+    const nlohmann::json& epochs = at(j, path, "epochs");
+    if (!epochs.is_array() || epochs.empty())
+      fail(join(path, "epochs"), "expected a non-empty array");
+    for (size_t e = 0; e < epochs.size(); ++e)
+      r.epochs.push_back(epoch(epochs[e], path + ".epochs[" + std::to_string(e) + "]"));
+    const nlohmann::json& errors = at(j, path, "approximation_error");
+    if (!errors.is_array()) fail(join(path, "approximation_error"), "expected an array");
+    for (size_t e = 0; e < errors.size(); ++e) {
+      const std::string at_e = path + ".approximation_error[" + std::to_string(e) + "]";
+      const std::string sent = text(errors[e], at_e, "sent");
+      if (r.errors.count(sent)) fail(at_e + ".sent", "'" + sent + "' twice");
+      r.errors[sent] = error_sum(errors[e], at_e);
+    }
+    return r;
+  }
+
+ private:
+  std::string source_;
+};
+
+}  // namespace
+
+std::vector<RunResult> from_json(const std::string& text, const std::string& source) {
+  const RunReader reader(source);
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorCode::kInvalidArgument, source + ": not JSON (" + e.what() + ")");
+  }
+  const int ranks = int(reader.number(doc, "", "ranks", 1, 1e9));
+  const nlohmann::json& runs = reader.at(doc, "", "runs");
+  if (!runs.is_array()) reader.fail("runs", "expected an array");
+  std::vector<RunResult> out;
+  for (size_t i = 0; i < runs.size(); ++i)
+    out.push_back(reader.run(runs[i], "runs[" + std::to_string(i) + "]", ranks));
+  return out;
 }
 
 }  // namespace train

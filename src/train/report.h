@@ -39,5 +39,11 @@ std::vector<Curve> learning_curves(const std::vector<RunResult>& runs);
 // {"command", "ranks", "runs": [{mode, comm, seed, epochs: [...], best_test_error, ...}]}.
 std::string to_json(const std::vector<RunResult>& runs, const std::string& command);
 
+// The runs of a document to_json wrote (`source` names it in errors), for combining several runs'
+// files into one table. Every field is checked: a missing or mistyped one, or a number out of
+// range, throws kInvalidArgument "<source>: <key path>: <why>". What the tables use comes back
+// as written; the per-run approximation error sums are rebuilt from their means and counts.
+std::vector<RunResult> from_json(const std::string& text, const std::string& source);
+
 }  // namespace train
 }  // namespace octet
