@@ -44,6 +44,22 @@ double t95(size_t df) {
 
 }  // namespace
 
+double RunResult::step_seconds() const {
+  double wall = 0;
+  int steps = 0;
+  for (const EpochResult& e : epochs) {
+    wall += e.compute_seconds + e.comm_seconds + e.codec_seconds + e.wait_seconds;
+    steps += e.steps;
+  }
+  return steps ? wall / steps : 0;
+}
+
+uint64_t RunResult::bytes_sent() const {
+  uint64_t total = 0;
+  for (const EpochResult& e : epochs) total += e.bytes_sent;
+  return total;
+}
+
 std::string epoch_line(const RunResult& run) {
   const EpochResult& e = run.epochs.back();
   std::string line = format(

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "train/trainer.h"
+#include "train/results.h"
 
 namespace octet {
 namespace train {

@@ -105,22 +105,6 @@ void Rows::gather(const Split& s, const uint32_t* ids, size_t n) {
   }
 }
 
-double RunResult::step_seconds() const {
-  double wall = 0;
-  int steps = 0;
-  for (const EpochResult& e : epochs) {
-    wall += e.compute_seconds + e.comm_seconds + e.codec_seconds + e.wait_seconds;
-    steps += e.steps;
-  }
-  return steps ? wall / steps : 0;
-}
-
-uint64_t RunResult::bytes_sent() const {
-  uint64_t total = 0;
-  for (const EpochResult& e : epochs) total += e.bytes_sent;
-  return total;
-}
-
 void check_config(const Dataset& data, const TrainConfig& config, int ranks) {
   const std::string batch = "--batch " + std::to_string(config.batch);
   if (config.batch < ranks)
