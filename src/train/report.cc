@@ -39,7 +39,8 @@ double t95(size_t df) {
                                  2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
   if (df == 0) return 0;
   if (df <= sizeof table / sizeof table[0]) return table[df - 1];
-  return df <= 60 ? 2.000 : 1.960;  // 2.000 is df = 60's, above every df from 61 on
+  // Beyond the table, the quantile at the start of each range: never below the true one.
+  return df <= 60 ? 2.042 : df <= 120 ? 2.000 : 1.980;
 }
 
 }  // namespace
