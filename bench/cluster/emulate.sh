@@ -19,6 +19,8 @@
 #                         segment, so tbf never has to drop or split an oversized packet)
 #   OCTET_CLUSTER_LATENCY tbf queueing limit expressed as latency (default 100ms)
 #   OCTET_CLUSTER_MTU     link MTU (default 1500)
+#   OCTET_CLUSTER_BTL     OpenMPI's byte transfer layers (default self,tcp; self,vader,tcp lets
+#                         ranks of one host use shared memory between them, as on a real node)
 #   MPIRUN                mpirun binary (default mpirun)
 set -euo pipefail
 
@@ -28,6 +30,7 @@ BURST=${OCTET_CLUSTER_BURST:-256kb}
 LATENCY=${OCTET_CLUSTER_LATENCY:-100ms}
 MTU=${OCTET_CLUSTER_MTU:-1500}
 MPIRUN=${MPIRUN:-mpirun}
+BTL=${OCTET_CLUSTER_BTL:-self,tcp}
 STATE=/run/octet-cluster/$NAME
 BRIDGE_NS=$NAME-br
 
@@ -42,6 +45,7 @@ usage() {
 
 # The name goes into namespace names, a regex and a path: keep it to plain characters.
 [[ $NAME =~ ^[A-Za-z0-9_]{1,32}$ ]] || die "OCTET_CLUSTER_NAME must be 1-32 of [A-Za-z0-9_]"
+[[ $BTL =~ ^[a-z0-9_,^]{1,64}$ ]] || die "OCTET_CLUSTER_BTL must be a comma list of BTL names, e.g. self,vader,tcp"
 
 host_ns() { echo "$NAME-h$1"; }
 host_addr() { echo "$SUBNET.$1"; }
@@ -173,7 +177,7 @@ cmd_run() {
     --hostfile "$STATE/hostfile" \
     --mca plm_rsh_agent "$STATE/rsh" --mca plm_rsh_no_tree_spawn 1 \
     --mca oob_tcp_if_include "$SUBNET.0/24" --mca btl_tcp_if_include "$SUBNET.0/24" \
-    --mca pml ob1 --mca btl self,tcp --mca mpi_yield_when_idle 1 \
+    --mca pml ob1 --mca btl "$BTL" --mca mpi_yield_when_idle 1 \
     "$@"
 }
 
