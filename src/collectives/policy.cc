@@ -233,28 +233,32 @@ double path_time(const PolicyState::Curves& c, int path, double fp32_bytes, int 
 }
 
 // The compressed path a call takes: allreduce_algorithm where it forces one (the flat curve
-// stands in for an unknown hierarchical one), else the cheaper of the two.
+// stands in for an unknown hierarchical one), else the cheaper of the two; *other (where `auto`
+// chose between two known curves) the time of the one not taken.
 void pick_algorithm(const PolicyState::Curves& c, double fp32_bytes, int b,
-                    CollectiveOptions::AllreduceAlgorithm algorithm, PolicyEstimate& e) {
+                    CollectiveOptions::AllreduceAlgorithm algorithm, PolicyEstimate& e,
+                    double* other) {
   using Algorithm = CollectiveOptions::AllreduceAlgorithm;
-  e.compressed_seconds = path_time(c, PolicyState::kFlat, fp32_bytes, b);
+  const double flat = path_time(c, PolicyState::kFlat, fp32_bytes, b);
+  e.compressed_seconds = flat;
   if (algorithm == Algorithm::kFlat) return;
   const bool known = !c.curve[PolicyState::kHierarchical].bytes.empty();
   const double h = known ? path_time(c, PolicyState::kHierarchical, fp32_bytes, b) : 0;
-  e.hierarchical = algorithm == Algorithm::kHierarchical || (known && h < e.compressed_seconds);
+  e.hierarchical = algorithm == Algorithm::kHierarchical || (known && h < flat);
   if (e.hierarchical && known) e.compressed_seconds = h;
+  if (other && known && algorithm == Algorithm::kAuto) *other = e.hierarchical ? flat : h;
 }
 }  // namespace
 
 PolicyEstimate PolicyState::estimate(Comm& comm, const PolicyKey& key, double fp32_bytes,
-                                     const CollectiveOptions& options) {
+                                     const CollectiveOptions& options, double* other_algorithm) {
   auto it = curves_.find(key);
   if (it == curves_.end()) it = curves_.emplace(key, measure(comm, key, options)).first;
   const Curves& c = it->second;
   const int b = bucket_of(fp32_bytes);
   PolicyEstimate e;
   e.plain_seconds = path_time(c, kPlain, fp32_bytes, b);
-  pick_algorithm(c, fp32_bytes, b, options.allreduce_algorithm, e);
+  pick_algorithm(c, fp32_bytes, b, options.allreduce_algorithm, e, other_algorithm);
   e.compress = e.compressed_seconds < e.plain_seconds;
   return e;
 }
@@ -282,7 +286,7 @@ PolicyState::Decision PolicyState::decide(Comm& comm, Collective op, double fp32
   const PolicyKey key(op, static_cast<int>(options.codec.type), options.codec.stochastic,
                       validate_options(options.codec));
   Decision d;
-  d.estimate = estimate(comm, key, fp32_bytes, options);
+  d.estimate = estimate(comm, key, fp32_bytes, options, &d.other_algorithm_seconds);
   d.curves = &curves_.find(key)->second;  // std::map: stays valid as keys are added
   d.bucket = bucket_of(fp32_bytes);
   last_ = d;
@@ -294,19 +298,30 @@ PolicyState::Decision PolicyState::decide(Comm& comm, Collective op, double fp32
   return explored(d);
 }
 
-// The decision, or for kExploreCalls calls per interval its other path: where the estimates are
+// The decision, or for kExploreCalls calls per interval another path: where the estimates are
 // within kExploreWithin, or whatever they say once the interval is at its longest (one call in
-// kPolicySyncMaxCalls). The same call on every rank: the flags, the estimates and the interval
-// are agreed, and every rank makes the same calls.
+// kPolicySyncMaxCalls). A compressed allreduce with two algorithms to choose from tries the other
+// algorithm on the odd exploring calls (3 and 1 of the countdown), the other of compressed or not
+// on the even one. The same call on every rank: the flags, the estimates and the interval are
+// agreed, and every rank makes the same calls.
 PolicyState::Decision PolicyState::explored(Decision d) {
   uint8_t& due = d.curves->explore[d.bucket];
   if (!due) return d;
+  const bool odd = due % 2 == 1;
   --due;
   const PolicyEstimate& e = d.estimate;
+  const bool at_longest = interval_ >= kPolicySyncMaxCalls;
   const double taken = e.compress ? e.compressed_seconds : e.plain_seconds;
+  const double other_algorithm = e.compress ? d.other_algorithm_seconds : 0;
+  if (other_algorithm > 0 && odd) {
+    if (other_algorithm < kExploreWithin * taken || at_longest) {
+      d.estimate.hierarchical = !e.hierarchical;
+      d.estimate.compressed_seconds = other_algorithm;  // what observe() divides the time by
+    }
+    return d;
+  }
   const double other = e.compress ? e.plain_seconds : e.compressed_seconds;
-  if (other < kExploreWithin * taken || interval_ >= kPolicySyncMaxCalls)
-    d.estimate.compress = !e.compress;
+  if (other < kExploreWithin * taken || at_longest) d.estimate.compress = !e.compress;
   return d;
 }
 

@@ -34,10 +34,12 @@ class PolicyState {
  public:
   static constexpr int kBuckets = 64;         // log2 of the fp32 bytes
   static constexpr int kMinObservations = 8;  // calls in a bucket before slower ones count
-  // A bucket whose calls took one path tries the other (compressed or not) for kExploreCalls calls
-  // (their fastest counts) per agreement interval where the estimates put it within this factor
-  // (further apart: once the interval is kPolicySyncMaxCalls long), so that a path that the
-  // calibration under load, or a seeded model, made look too slow is measured again.
+  // A bucket whose calls took one path tries another for kExploreCalls calls (their fastest
+  // counts) per agreement interval where the estimates put it within this factor (further apart:
+  // once the interval is kPolicySyncMaxCalls long), so that a path that the calibration under
+  // load, or a seeded model, made look too slow is measured again. The other path is the other
+  // of compressed or not; for a compressed allreduce that could take either algorithm, every
+  // other exploring call tries the other algorithm instead (the first, the third ...).
   static constexpr double kExploreWithin = 2.0;
   static constexpr uint8_t kExploreCalls = 3;
   // A call's paths: plain, compressed with the flat algorithm, compressed with the hierarchical
@@ -58,11 +60,15 @@ class PolicyState {
     PolicyEstimate estimate;
     Curves* curves = nullptr;
     int bucket = 0;
+    // A compressed allreduce whose algorithm `auto` picks, with both curves known: the estimate
+    // of the algorithm not picked (0: none to explore).
+    double other_algorithm_seconds = 0;
   };
 
   // The estimate for a call (measuring first if this key is new; collective).
+  // `other_algorithm`, if given: Decision::other_algorithm_seconds.
   PolicyEstimate estimate(Comm& comm, const PolicyKey& key, double fp32_bytes,
-                          const CollectiveOptions& options);
+                          const CollectiveOptions& options, double* other_algorithm = nullptr);
   // Counts an `auto` call (at the agreed intervals, octet/policy.h, the ranks agree on what they
   // observed) and decides it. A loop repeats its calls, so the last decision is kept until the
   // corrections change.

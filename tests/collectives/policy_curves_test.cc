@@ -398,6 +398,37 @@ TEST(PolicyHierarchical, AutoRunsTheAlgorithmItChose) {
   }
 }
 
+// The algorithm not taken is measured again too. Seeded 3 ms against the flat algorithm's 2 ms,
+// the flat one is taken; its own calls bring its estimate down to what a call over threads takes
+// at the first agreement, so the seeded 3 ms is then far above it and is tried once the interval
+// is kPolicySyncMaxCalls long (within kExploreWithin it would be at the next interval). Without
+// that exploration only the flat algorithm would ever be timed and the 3 ms would stand.
+TEST(PolicyHierarchical, TheAlgorithmNotTakenIsMeasuredAgain) {
+  const size_t n = 256;
+  PolicyCurves seeded;
+  seeded.bytes = {4, std::ldexp(1.0, 40)};
+  seeded.plain_seconds = {0.1, 0.1};
+  seeded.compressed_seconds = {2e-3, 2e-3};
+  seeded.hierarchical_seconds = {3e-3, 3e-3};
+  CollectiveOptions hierarchical;
+  hierarchical.allreduce_algorithm = Algorithm::kHierarchical;
+  std::vector<PolicyEstimate> first(4), forced(4);
+  expect_ok(test::run_on_threads(make_thread_transports(two_by_two()), [&](Comm& comm) {
+    set_policy_curves(comm, Collective::kAllreduce, CodecOptions{}, seeded);
+    first[comm.rank()] = estimate_policy(comm, Collective::kAllreduce, n, {});
+    std::vector<float> x(n, 1.0f), y(n);
+    // Agreements at calls 64, 192, ..., 4032 (the interval reaches 4096 there) and 8128.
+    for (int call = 0; call < 2 * kPolicySyncMaxCalls + 8; ++call)
+      allreduce(comm, x.data(), y.data(), n);
+    forced[comm.rank()] = estimate_policy(comm, Collective::kAllreduce, n, hierarchical);
+  }));
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_TRUE(first[r].compress && !first[r].hierarchical) << "rank " << r;
+    EXPECT_LT(forced[r].compressed_seconds, 1e-3) << "rank " << r << ": not re-timed";
+    EXPECT_EQ(forced[r].compressed_seconds, forced[0].compressed_seconds) << "rank " << r;
+  }
+}
+
 // Measured (no seed) on 2 x 2 emulated hosts: the hierarchical curve is measured too, and every
 // rank holds the same numbers for both algorithms.
 TEST(PolicyHierarchical, MeasuresBothAlgorithmsAndAgrees) {
