@@ -32,29 +32,53 @@ double best_seconds(int repeats, F&& run) {
   return std::max(best, 1e-9);
 }
 
-// Half the round trip between rank 0 and `peer` (called on those two ranks), for every power-of-4
-// size up to buffer_size.
-std::vector<Link::Point> ping_pong(Transport& t, int peer, char* buffer, size_t buffer_size) {
-  const int partner = t.rank() == 0 ? peer : 0;
+// For every power-of-4 size from 8 bytes to max_bytes, the mean time of `step(bytes)` over
+// enough repetitions (after two warm-up ones), divided by `per_point`.
+template <typename Step>
+std::vector<Link::Point> timed_sizes(size_t max_bytes, double per_point, Step step) {
   std::vector<Link::Point> points;
-  for (size_t bytes = 8; bytes <= buffer_size; bytes *= 4) {
+  for (size_t bytes = 8; bytes <= max_bytes; bytes *= 4) {
     const int iters =
         static_cast<int>(std::max<size_t>(4, std::min<size_t>(200, (size_t{64} << 20) / bytes)));
     auto t0 = std::chrono::steady_clock::now();
     for (int i = -2; i < iters; ++i) {  // two warm-up rounds
       if (i == 0) t0 = std::chrono::steady_clock::now();
-      if (t.rank() == 0) {
-        t.isend(buffer, bytes, partner, 0)->wait();
-        t.irecv(buffer, bytes, partner, 0)->wait();
-      } else {
-        t.irecv(buffer, bytes, partner, 0)->wait();
-        t.isend(buffer, bytes, partner, 0)->wait();
-      }
+      step(bytes);
     }
     const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
-    points.push_back({double(bytes), dt.count() / iters / 2});
+    points.push_back({double(bytes), dt.count() / iters / per_point});
   }
   return points;
+}
+
+// Half the round trip between rank 0 and `peer` (called on those two ranks), for every power-of-4
+// size up to buffer_size.
+std::vector<Link::Point> ping_pong(Transport& t, int peer, char* buffer, size_t buffer_size) {
+  const int partner = t.rank() == 0 ? peer : 0;
+  return timed_sizes(buffer_size, 2, [&](size_t bytes) {
+    if (t.rank() == 0) {
+      t.isend(buffer, bytes, partner, 0)->wait();
+      t.irecv(buffer, bytes, partner, 0)->wait();
+    } else {
+      t.irecv(buffer, bytes, partner, 0)->wait();
+      t.isend(buffer, bytes, partner, 0)->wait();
+    }
+  });
+}
+
+// One ring step per repetition: every rank sends `bytes` to `to` and receives as many from `from`
+// at once, as each step of a ring collective does, so the time includes what the other ranks'
+// traffic costs (a shared switch, NIC or memory bus, and the cores that run the transport). For
+// every power-of-4 size up to half the buffer: sent from its first half, received into the second.
+std::vector<Link::Point> ring_steps(Transport& t, int to, int from, char* buffer,
+                                    size_t buffer_size) {
+  char* const in = buffer + buffer_size / 2;
+  return timed_sizes(buffer_size / 2, 1, [&](size_t bytes) {
+    const auto received = t.irecv(in, bytes, from, 0);
+    const auto sent = t.isend(buffer, bytes, to, 0);
+    received->wait();
+    sent->wait();
+  });
 }
 
 #if OCTET_HAVE_MPI
@@ -164,31 +188,6 @@ Link fit_link(const std::vector<Link::Point>& points) {
 }
 
 namespace {
-
-// One ring step per iteration: every rank sends `bytes` to `to` and receives as many from `from`
-// at once, as each step of a ring collective does, so the time includes what the other ranks'
-// traffic costs (a shared switch, NIC or memory bus, and the cores that run the transport). For
-// every power-of-4 size up to half the buffer: sent from its first half, received into the second.
-std::vector<Link::Point> ring_steps(Transport& t, int to, int from, char* buffer,
-                                    size_t buffer_size) {
-  char* const in = buffer + buffer_size / 2;
-  std::vector<Link::Point> points;
-  for (size_t bytes = 8; bytes <= buffer_size / 2; bytes *= 4) {
-    const int iters =
-        static_cast<int>(std::max<size_t>(4, std::min<size_t>(200, (size_t{64} << 20) / bytes)));
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = -2; i < iters; ++i) {  // two warm-up rounds
-      if (i == 0) t0 = std::chrono::steady_clock::now();
-      const auto received = t.irecv(in, bytes, from, 0);
-      const auto sent = t.isend(buffer, bytes, to, 0);
-      received->wait();
-      sent->wait();
-    }
-    const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
-    points.push_back({double(bytes), dt.count() / iters});
-  }
-  return points;
-}
 
 // The ranks of every node (in order of their first rank), when every node holds the same number
 // of them; empty otherwise.
