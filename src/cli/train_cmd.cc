@@ -82,6 +82,22 @@ std::string curves_svg(const std::vector<train::RunResult>& runs, int ranks) {
          std::to_string(int(top)) + "\">\n" + charts + "</svg>\n";
 }
 
+// The tables of `runs`, then --json and --svg.
+void finish(const TrainArgs& a, const std::vector<train::RunResult>& runs, int ranks,
+            const std::string& command) {
+  std::printf("\n%s", train::summary_table(runs).c_str());
+  const std::string errors = train::error_table(runs);
+  if (!errors.empty()) std::printf("\napproximation error of what was sent\n%s", errors.c_str());
+  if (!a.json.empty()) {
+    write_file(a.json, train::to_json(runs, command));
+    std::printf("wrote %s\n", a.json.c_str());
+  }
+  if (!a.svg.empty()) {
+    write_file(a.svg, curves_svg(runs, ranks));
+    std::printf("wrote %s\n", a.svg.c_str());
+  }
+}
+
 // --report: the runs of several --json files in one table, as if one command had made them (seeds
 // of one comparison run as separate jobs, say). A (mode, comm, seed) in two files is an error:
 // the paired differences and intervals would count it twice.
@@ -105,20 +121,11 @@ void report_runs(const TrainArgs& a) {
       runs.push_back(std::move(r));
     }
   }
-  std::printf("octet train --report: %zu runs from %zu files, %d ranks\n\n%s", runs.size(),
-              a.report.size(), ranks, train::summary_table(runs).c_str());
-  const std::string errors = train::error_table(runs);
-  if (!errors.empty()) std::printf("\napproximation error of what was sent\n%s", errors.c_str());
+  std::printf("octet train --report: %zu runs from %zu files, %d ranks\n", runs.size(),
+              a.report.size(), ranks);
   std::string command = "octet train --report";
   for (const std::string& f : a.report) command += " " + f;
-  if (!a.json.empty()) {
-    write_file(a.json, train::to_json(runs, command));
-    std::printf("wrote %s\n", a.json.c_str());
-  }
-  if (!a.svg.empty()) {
-    write_file(a.svg, curves_svg(runs, ranks));
-    std::printf("wrote %s\n", a.svg.c_str());
-  }
+  finish(a, runs, ranks, command);
 }
 
 void run_train(const TrainArgs& a) {
@@ -163,17 +170,7 @@ void run_train(const TrainArgs& a) {
         }));
       }
   if (mpi.rank() != 0) return;
-  std::printf("\n%s", train::summary_table(runs).c_str());
-  const std::string errors = train::error_table(runs);
-  if (!errors.empty()) std::printf("\napproximation error of what was sent\n%s", errors.c_str());
-  if (!a.json.empty()) {
-    write_file(a.json, train::to_json(runs, command_line(a)));
-    std::printf("wrote %s\n", a.json.c_str());
-  }
-  if (!a.svg.empty()) {
-    write_file(a.svg, curves_svg(runs, ranks));
-    std::printf("wrote %s\n", a.svg.c_str());
-  }
+  finish(a, runs, ranks, command_line(a));
 }
 
 }  // namespace
