@@ -147,6 +147,21 @@ struct Batch {
   }
 };
 
+// One ShardedMlp (seed 5) per rank, each on its own thread with an `Ex` exchange between them:
+// body(rank, its part, its exchange).
+template <typename Ex, typename Body>
+void on_sharded_ranks(const MlpShape& shape, int ranks, Body body) {
+  Shared shared(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      ShardedMlp part(shape, 5, r, ranks);
+      Ex ex(shared, r);
+      body(r, part, ex);
+    });
+  for (std::thread& t : threads) t.join();
+}
+
 // Gradients of the whole model, gathered from `ranks` sharded ones (layer by layer, (in + 1)
 // rows of each rank's columns), and the Mlp's own, after one forward_backward; and the gradient
 // of the input.
@@ -161,17 +176,11 @@ void compare(int ranks, bool bitwise) {
       whole.forward_backward(b.x.data(), b.y.data(), n, 11, b.keys.data(), 1.0f / n, dx.data());
   std::vector<std::vector<float>> grads(ranks), partials(ranks, std::vector<float>(dx.size()));
   std::vector<double> losses(ranks);
-  Shared shared(ranks);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      ShardedMlp part(shape, 5, r, ranks);
-      ThreadExchange ex(shared, r);
-      losses[r] = part.forward_backward(ex, b.x.data(), b.y.data(), n, 11, b.keys.data(), 1.0f / n,
-                                        0, false, partials[r].data());
-      grads[r] = part.grads();
-    });
-  for (std::thread& t : threads) t.join();
+  on_sharded_ranks<ThreadExchange>(shape, ranks, [&](int r, ShardedMlp& part, Exchange& ex) {
+    losses[r] = part.forward_backward(ex, b.x.data(), b.y.data(), n, 11, b.keys.data(), 1.0f / n, 0,
+                                      false, partials[r].data());
+    grads[r] = part.grads();
+  });
   size_t at = 0;
   std::vector<size_t> cursor(ranks, 0);
   for (int l = 0; l < 3; ++l) {
@@ -207,17 +216,11 @@ std::vector<ErrorTable> error_tables(bool measure) {
   const int n = 8, ranks = 2;
   const Batch b(n, 30);
   std::vector<ErrorTable> tables(ranks);
-  Shared shared(ranks);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      ShardedMlp part(shape, 5, r, ranks);
-      Ex ex(shared, r);
-      part.forward_backward(ex, b.x.data(), b.y.data(), n, 11, b.keys.data(), 1.0f / n, 0, false,
-                            nullptr, measure);
-      tables[r] = part.errors();
-    });
-  for (std::thread& t : threads) t.join();
+  on_sharded_ranks<Ex>(shape, ranks, [&](int r, ShardedMlp& part, Exchange& ex) {
+    part.forward_backward(ex, b.x.data(), b.y.data(), n, 11, b.keys.data(), 1.0f / n, 0, false,
+                          nullptr, measure);
+    tables[r] = part.errors();
+  });
   return tables;
 }
 
