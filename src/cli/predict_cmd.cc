@@ -128,11 +128,8 @@ void run_paper(const std::string& mode_name, bool as_json) {
 // ---------------------------------------------------------------- predict model
 
 json step_json(const pr::StepTime& t) {
-  return {{"step_s", t.step_s},
-          {"comm_s", t.comm_s},
-          {"exposed_comm_s", t.exposed_s},
-          {"codec_s", t.codec_s},
-          {"speedup", t.speedup}};
+  return {{"step_s", t.step_s},   {"comm_s", t.comm_s},         {"exposed_comm_s", t.exposed_s},
+          {"codec_s", t.codec_s}, {"start_delay_s", t.start_s}, {"speedup", t.speedup}};
 }
 
 void run_model(const ScenarioArgs& a, bool as_json) {
@@ -159,12 +156,12 @@ void run_model(const ScenarioArgs& a, bool as_json) {
               codec.c_str());
   std::printf("one GPU: %.2f ms per step of %d samples\n\n", p.single_gpu_step_s * 1e3,
               s.workload.batch);
-  std::printf("%-10s %12s %12s %12s %12s %9s\n", "", "step (ms)", "comm (ms)", "exposed (ms)",
-              "codec (ms)", "speedup");
+  std::printf("%-10s %12s %12s %12s %12s %12s %9s\n", "", "step (ms)", "comm (ms)", "exposed (ms)",
+              "codec (ms)", "start (ms)", "speedup");
   for (auto [name, t] : {std::pair<const char*, pr::StepTime>{"32-bit", p.fp32},
                          std::pair<const char*, pr::StepTime>{codec.c_str(), p.int8}})
-    std::printf("%-10s %12.2f %12.2f %12.2f %12.2f %8.2fx\n", name, t.step_s * 1e3, t.comm_s * 1e3,
-                t.exposed_s * 1e3, t.codec_s * 1e3, t.speedup);
+    std::printf("%-10s %12.2f %12.2f %12.2f %12.2f %12.2f %8.2fx\n", name, t.step_s * 1e3,
+                t.comm_s * 1e3, t.exposed_s * 1e3, t.codec_s * 1e3, t.start_s * 1e3, t.speedup);
   std::printf("\n%s is faster than 32-bit below a bottleneck bandwidth of %s: %s here.\n",
               codec.c_str(), gbps(p.break_even_Bps).c_str(),
               p.int8.step_s < p.fp32.step_s ? "it pays off" : "it does not pay off");
@@ -349,6 +346,9 @@ void run_calibrate(const CalibrateArgs& a) {
         std::printf("  %10.0f B  %10.2f us  %8.3f GB/s\n", p.bytes, p.seconds * 1e6,
                     p.bytes / p.seconds / 1e9);
     }
+    std::printf("start delay (a transfer right after computing, every rank computing):\n");
+    for (const pr::StartDelay& d : cluster->start)
+      std::printf("  after %8.2f ms  %8.2f ms\n", d.after_s * 1e3, d.delay_s * 1e3);
   } else {
     std::printf("no link measured (run under mpirun with 2 or more ranks to measure them)\n");
   }

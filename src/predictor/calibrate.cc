@@ -81,6 +81,38 @@ std::vector<Link::Point> ring_steps(Transport& t, int to, int from, char* buffer
   });
 }
 
+// A dependent chain of arithmetic: one core at a steady rate, touching no memory. The result
+// goes to a volatile so that the compiler keeps the loop.
+volatile double spun = 0;
+void spin(uint64_t iterations) {
+  double a = 1.0;
+  for (uint64_t i = 0; i < iterations; ++i) a = a * 1.0000001 + 1e-9;
+  spun = a;
+}
+
+// Iterations of spin() that take `seconds` on this core alone: the fastest of a few tries, since
+// other ranks calibrating at once can only slow a try down.
+uint64_t spin_iterations(double seconds) {
+  constexpr uint64_t kTry = 100000;
+  const double t = best_seconds(5, [] { spin(kTry); });
+  return std::max<uint64_t>(1, static_cast<uint64_t>(double(kTry) * seconds / t));
+}
+
+// 8 bytes to and from every other rank at once, as a small collective's messages go.
+void exchange_all(Transport& t, std::vector<char>& in) {
+  static const char kOut[8] = {};
+  std::vector<TransportRequestPtr> requests;
+  for (int p = 0; p < t.size(); ++p)
+    if (p != t.rank()) requests.push_back(t.irecv(in.data() + 8 * size_t(p), 8, p, 0));
+  for (int p = 0; p < t.size(); ++p)
+    if (p != t.rank()) requests.push_back(t.isend(kOut, 8, p, 0));
+  for (auto& r : requests) r->wait();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 #if OCTET_HAVE_MPI
 // Runs `step` on every rank, then agrees over MPI_COMM_WORLD whether it succeeded everywhere;
 // if not, every rank throws the same Error: the first failing rank's, with that rank named.
@@ -264,6 +296,53 @@ std::unique_ptr<Cluster> measure_links(Transport& transport, const std::vector<i
   return cluster;
 }
 
+std::vector<double> default_start_lengths() {
+  return {0.3e-3, 1e-3, 3e-3, 10e-3};
+}
+
+std::vector<StartDelay> measure_start_delays(Transport& t, const std::vector<double>& compute_s) {
+  std::vector<char> in(8 * size_t(t.size()));
+  for (int i = 0; i < 20; ++i) exchange_all(t, in);  // connections, first-touch
+  constexpr int kBackToBack = 100;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kBackToBack; ++i) exchange_all(t, in);
+  const double back_to_back = seconds_since(t0) / kBackToBack;
+  std::vector<double> mine;  // (wall compute, delay) per length
+  for (double length : compute_s) {
+    if (!(length > 0) || length > 1) fail("measure_start_delays", "lengths must be in (0, 1] s");
+    const uint64_t n = spin_iterations(length);
+    const int reps = std::clamp(static_cast<int>(0.3 / length), 5, 100);
+    double wall = 0, delay = 0;
+    for (int r = 0; r < reps; ++r) {
+      t0 = std::chrono::steady_clock::now();
+      spin(n);
+      const auto computed = std::chrono::steady_clock::now();
+      exchange_all(t, in);
+      wall += std::chrono::duration<double>(computed - t0).count();
+      delay += seconds_since(computed) - back_to_back;
+    }
+    mine.push_back(wall / reps);
+    mine.push_back(delay / reps);
+  }
+  // Rank 0 averages every rank's points.
+  const size_t bytes = mine.size() * sizeof(double);
+  if (t.rank() != 0) {
+    t.isend(mine.data(), bytes, 0, 0)->wait();
+    return {};
+  }
+  std::vector<double> sum = mine, theirs(mine.size());
+  for (int p = 1; p < t.size(); ++p) {
+    t.irecv(theirs.data(), bytes, p, 0)->wait();
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += theirs[i];
+  }
+  std::vector<StartDelay> points;
+  for (size_t i = 0; i < compute_s.size(); ++i) {
+    const double after = sum[2 * i] / t.size(), delay = std::max(0.0, sum[2 * i + 1] / t.size());
+    if (points.empty() || after > points.back().after_s) points.push_back({after, delay});
+  }
+  return points;
+}
+
 #if OCTET_HAVE_MPI
 std::unique_ptr<Cluster> measure_mpi_cluster(size_t max_bytes) {
   int size = 1;
@@ -277,6 +356,10 @@ std::unique_ptr<Cluster> measure_mpi_cluster(size_t max_bytes) {
   on_every_rank("measuring the links", [&] {
     cluster = measure_links(*transport, node_of, buffer.data(), buffer.size());
   });
+  std::vector<StartDelay> start;
+  on_every_rank("measuring the start delays",
+                [&] { start = measure_start_delays(*transport, default_start_lengths()); });
+  if (cluster) cluster->start = std::move(start);
   return cluster;
 }
 #endif

@@ -105,13 +105,26 @@ Link read_link(const json& j, const std::string& path) {
   return link;
 }
 
+std::vector<StartDelay> read_start(const json& j, const std::string& path) {
+  if (!j.is_array()) fail(path, "expected an array of {after, delay}");
+  std::vector<StartDelay> points;
+  for (size_t i = 0; i < j.size(); ++i) {
+    Obj p(j[i], path + "[" + std::to_string(i) + "]", {"after", "delay"});
+    points.push_back(
+        {p.quantity("after", parse_time, true), p.quantity("delay", parse_time, false)});
+    if (i > 0 && !(points[i].after_s > points[i - 1].after_s)) fail(p.at("after"), "must ascend");
+  }
+  return points;
+}
+
 Cluster read_cluster(const json& j) {
-  Obj o(j, "cluster", {"gpus_per_node", "nodes", "intra", "inter"});
+  Obj o(j, "cluster", {"gpus_per_node", "nodes", "intra", "inter", "start"});
   Cluster c;
   c.gpus_per_node = o.positive_int("gpus_per_node");
   c.nodes = o.positive_int("nodes");
   c.intra = read_link(o.get("intra"), "cluster.intra");
   if (c.nodes > 1 || o.has("inter")) c.inter = read_link(o.get("inter"), "cluster.inter");
+  if (o.has("start")) c.start = read_start(o.get("start"), o.at("start"));
   validate_cluster(c);
   return c;
 }
@@ -150,7 +163,9 @@ Parallelism read_parallel(const Obj& o, const std::string& scheme, size_t index)
 }
 
 Layer read_layer(const json& j, const std::string& path, const std::string& scheme, size_t i) {
-  Obj o(j, path, {"name", "params", "activations", "forward", "backward", "update", "parallel"});
+  Obj o(j, path,
+        {"name", "params", "activations", "forward", "backward", "update", "parallel",
+         "backward_transfer", "overlap"});
   Layer l;
   l.name = o.has("name") ? o.str("name") : "layer" + std::to_string(i);
   l.params = o.elements("params");
@@ -159,6 +174,11 @@ Layer read_layer(const json& j, const std::string& path, const std::string& sche
   l.backward_s = o.quantity("backward", parse_time, false);
   if (o.has("update")) l.update_s = o.quantity("update", parse_time, false);
   l.parallel = read_parallel(o, scheme, i);
+  for (const char* key : {"backward_transfer", "overlap"})
+    if (o.has(key) && l.parallel != Parallelism::kModel)
+      fail(o.at(key), "only for a model-parallel layer");
+  if (o.has("backward_transfer")) l.backward_transfer = o.boolean("backward_transfer");
+  if (o.has("overlap")) l.overlap = o.boolean("overlap");
   return l;
 }
 
@@ -282,6 +302,13 @@ std::string calibration_json(const Cluster* cluster, const CodecCost& codec) {
                     {"nodes", cluster->nodes},
                     {"intra", link_json(cluster->intra)}};
     if (cluster->nodes > 1) j["cluster"]["inter"] = link_json(cluster->inter);
+    if (!cluster->start.empty()) {
+      json start = json::array();
+      for (const StartDelay& p : cluster->start)
+        start.push_back({{"after", std::to_string(p.after_s * 1e6) + " us"},
+                         {"delay", std::to_string(p.delay_s * 1e6) + " us"}});
+      j["cluster"]["start"] = start;
+    }
   }
   j["codec"] = {{"type", data_type_name(codec.type)},
                 {"encode", std::to_string(codec.encode_Bps / 1e9) + " GB/s"},

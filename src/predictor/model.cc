@@ -85,6 +85,18 @@ void validate_workload(const Workload& w) {
 
 }  // namespace
 
+double start_delay(const Cluster& c, double compute_s) {
+  if (c.start.empty() || !(compute_s > 0)) return 0;
+  StartDelay before;  // (0, 0)
+  for (const StartDelay& p : c.start) {
+    if (compute_s <= p.after_s)
+      return before.delay_s + (p.delay_s - before.delay_s) * (compute_s - before.after_s) /
+                                  (p.after_s - before.after_s);
+    before = p;
+  }
+  return before.delay_s;
+}
+
 void validate_cluster(const Cluster& c) {
   if (c.gpus_per_node <= 0) fail("cluster.gpus_per_node", "must be a positive integer");
   if (c.nodes <= 0) fail("cluster.nodes", "must be a positive integer");
@@ -92,6 +104,14 @@ void validate_cluster(const Cluster& c) {
     fail("cluster", "gpus_per_node x nodes is more than 1e9 GPUs");
   validate_link(c.intra, "cluster.intra");
   if (c.nodes > 1) validate_link(c.inter, "cluster.inter");
+  double last = 0;
+  for (const StartDelay& p : c.start) {
+    if (!(p.after_s > last) || !std::isfinite(p.after_s))
+      fail("cluster.start", "computation lengths must be positive and ascending");
+    if (!(p.delay_s >= 0) || !std::isfinite(p.delay_s))
+      fail("cluster.start", "delays must be >= 0 and finite");
+    last = p.after_s;
+  }
 }
 
 void validate(const Scenario& s) {
@@ -116,12 +136,19 @@ void validate(const Scenario& s) {
 namespace {
 
 struct Tally {
-  double compute = 0, comm = 0, exposed = 0, codec = 0;
+  double compute = 0, comm = 0, exposed = 0, codec = 0, start = 0;
+  // A transfer on the critical path that starts after `after_s` of computation: its start delay.
+  void delay(const Cluster& c, double after_s) {
+    const double d = start_delay(c, after_s);
+    start += d;
+    exposed += d;
+  }
 };
 
-// The model-parallel stage: K sub-batches; each layer's input is gathered to every GPU while the
-// previous sub-batch computes, forward and backward. The first of each direction hides under
-// nothing.
+// The model-parallel stage: K sub-batches; each layer's input is gathered to every GPU forward and
+// its gradient sent back backward (unless the layer says not). Where the layer overlaps, the
+// transfers of one sub-batch run while another computes, and the first of each direction hides
+// under nothing; otherwise every transfer waits for the computation before it, and it for them.
 void model_parallel_stage(const Scenario& s, int gpus, const CodecCost* codec, Tally& t) {
   const Workload& w = s.workload;
   const int sub = w.sub_batch > 0 ? w.sub_batch : w.batch;
@@ -131,37 +158,72 @@ void model_parallel_stage(const Scenario& s, int gpus, const CodecCost* codec, T
   for (size_t i = 1; i < w.layers.size(); ++i) {
     const Layer& l = w.layers[i];
     if (l.parallel != Parallelism::kModel) continue;
-    const double bytes = w.layers[i - 1].activations * sub * 4.0;
+    const Layer& before = w.layers[i - 1];
+    const double bytes = before.activations * sub * 4.0;
     const double c = collective_time(Collective::kAllgather, bytes, gpus, link, codec);
     const double fwd = l.forward_s * share, bwd = (l.backward_s + l.update_s) * share;
+    // The computation each direction's transfer waits for: the input's layer forward, this
+    // layer's backward.
+    const double fwd_gap = before.forward_s * (before.parallel == Parallelism::kModel ? share : 1);
+    const int directions = l.backward_transfer ? 2 : 1;
     t.compute += k * (fwd + bwd);
-    t.comm += 2 * k * c;
+    t.comm += directions * k * c;
     if (codec)
-      t.codec += 2 * k * collective_codec_time(Collective::kAllgather, bytes, gpus, *codec);
-    t.exposed +=
-        w.overlap ? 2 * c + (k - 1) * (exposed_time(c, fwd) + exposed_time(c, bwd)) : 2 * k * c;
+      t.codec +=
+          directions * k * collective_codec_time(Collective::kAllgather, bytes, gpus, *codec);
+    const bool overlap = l.overlap.value_or(w.overlap);
+    const int starts = c > 0 ? (overlap ? 1 : static_cast<int>(k)) : 0;  // after computation
+    for (int j = 0; j < starts; ++j) {
+      t.delay(s.cluster, fwd_gap);
+      if (l.backward_transfer) t.delay(s.cluster, bwd);
+    }
+    if (!overlap) {
+      t.exposed += directions * k * c;
+      continue;
+    }
+    t.exposed += directions * c + (k - 1) * exposed_time(c, fwd);
+    if (l.backward_transfer) t.exposed += (k - 1) * exposed_time(c, bwd);
   }
 }
 
 // Data-parallel layers: forward, then backward from the last layer; each gradient's allreduce
-// starts when it is ready and the link is free, so it hides under the layers still computing.
+// starts when it is ready and the link is free, so it hides under the layers still computing. A
+// transfer that starts when its computation ends (not when the link frees) pays the start delay
+// of the computation since the link was last busy; without overlap, the allreduces follow the
+// whole backward pass back to back.
 void data_parallel_layers(const Scenario& s, int gpus, const CodecCost* codec, Tally& t) {
   const Workload& w = s.workload;
   const Link& link = bottleneck(s.cluster, gpus);
+  double forward = 0;
+  for (const Layer& l : w.layers)
+    if (l.parallel == Parallelism::kData) forward += l.forward_s;
   double ready = 0, link_free = 0, serial = 0;
+  bool any = false;
   for (auto it = w.layers.rbegin(); it != w.layers.rend(); ++it) {
     if (it->parallel != Parallelism::kData) continue;
-    t.compute += it->forward_s;
     ready += it->backward_s + it->update_s;
     const double bytes = it->params * 4.0;
     const double c = collective_time(Collective::kAllreduce, bytes, gpus, link, codec);
+    if (!(c > 0)) continue;  // nothing to exchange (no parameters, one GPU)
     if (codec) t.codec += collective_codec_time(Collective::kAllreduce, bytes, gpus, *codec);
     t.comm += c;
     serial += c;
-    link_free = std::max(ready, link_free) + c;
+    double begin = std::max(ready, link_free);
+    if (w.overlap && ready >= link_free) {
+      const double d = start_delay(s.cluster, forward * !any + ready - link_free);
+      t.start += d;
+      begin += d;
+    }
+    any = true;
+    link_free = begin + c;
   }
-  t.compute += ready;
-  t.exposed += w.overlap ? std::max(0.0, link_free - ready) : serial;
+  t.compute += forward + ready;
+  if (w.overlap) {
+    t.exposed += std::max(0.0, link_free - ready);
+    return;
+  }
+  t.exposed += serial;
+  if (any) t.delay(s.cluster, forward + ready);
 }
 
 double single_gpu_step(const Workload& w) {
@@ -184,6 +246,7 @@ StepTime step_time(const Scenario& s, bool compressed) {
   out.comm_s = t.comm;
   out.exposed_s = t.exposed;
   out.codec_s = t.codec;
+  out.start_s = t.start;
   out.speedup = gpus * single_gpu_step(s.workload) / out.step_s;
   return out;
 }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,12 +68,26 @@ double collective_time(Collective op, double fp32_bytes, int ranks, const Link& 
 
 // ---------------------------------------------------------------- workload and cluster
 
+// What a transfer that starts as computation ends costs beyond its own time: the ranks do not end
+// their computation together (one core shared by several ranks, or with the network's packet
+// processing, a straggler), and a rank whose core was busy may wait for the scheduler. A
+// calibration from back-to-back messages cannot see it. `octet calibrate` measures it after
+// computing for several lengths of time (StartDelay points).
+struct StartDelay {
+  double after_s = 0;  // the computation before the transfer (wall time, every rank computing)
+  double delay_s = 0;  // the transfer's time beyond the same transfer back to back
+};
+
 struct Cluster {
   int gpus_per_node = 1;
   int nodes = 1;
-  Link intra;  // between GPUs of one node
-  Link inter;  // between nodes
+  Link intra;                     // between GPUs of one node
+  Link inter;                     // between nodes
+  std::vector<StartDelay> start;  // ascending after_s; empty: no delay
 };
+// The delay of a transfer after `compute_s` of computation: linear between the points and from
+// (0, 0), the last point's delay beyond it; 0 without points.
+double start_delay(const Cluster& cluster, double compute_s);
 // The link that limits a ring over `gpus` GPUs: intra-node while they fit in one node.
 const Link& bottleneck(const Cluster& cluster, int gpus);
 
@@ -86,6 +101,11 @@ struct Layer {
   double backward_s = 0;
   double update_s = 0;
   Parallelism parallel = Parallelism::kData;
+  // Model-parallel layers: whether the gradient of the layer's input travels back (not when the
+  // input is data that needs none), and whether its transfers run beside the other sub-batches'
+  // computation (unset: Workload::overlap).
+  bool backward_transfer = true;
+  std::optional<bool> overlap;
 };
 
 struct Workload {
@@ -111,6 +131,7 @@ struct StepTime {
   double comm_s = 0;     // all communication, hidden or not, codec included
   double exposed_s = 0;  // the part of comm_s that lengthens the step
   double codec_s = 0;    // encode + decode on the critical path (0 for fp32)
+  double start_s = 0;    // start delays (Cluster::start), part of exposed_s
   double speedup = 0;    // gpus x one-GPU step / step_s
 };
 struct Prediction {
@@ -259,6 +280,17 @@ Link fit_link(const std::vector<Link::Point>& points);
 // cluster on rank 0 (intra = inter when a node holds one rank), null on the other ranks.
 std::unique_ptr<Cluster> measure_links(Transport& transport, const std::vector<int>& node_of,
                                        char* buffer, size_t buffer_size);
+
+// Cluster::start, measured through `transport`: for each length of computation (seconds of one
+// core's arithmetic alone, ascending), every rank computes that long, then exchanges 8 bytes with
+// every other rank; the delay is that exchange's time from the end of the rank's own computation,
+// less the same exchange back to back, and `after` the computation's wall time with every rank
+// computing; both averaged over the repetitions and the ranks. Collective over the transport's
+// ranks; the points on rank 0, empty on the others.
+std::vector<StartDelay> measure_start_delays(Transport& transport,
+                                             const std::vector<double>& compute_s);
+// The lengths `octet calibrate` measures: 0.3, 1, 3 and 10 ms.
+std::vector<double> default_start_lengths();
 
 #if OCTET_HAVE_MPI
 // measure_links over MPI_COMM_WORLD (MPI initialised by the caller), nodes as MPI's shared-memory

@@ -105,6 +105,47 @@ TEST(ConfigTest, ClearErrors) {
   EXPECT_THROW(validate(p.scenario), Error);
 }
 
+TEST(ConfigTest, StartDelaysAndModelParallelKeys) {
+  const std::string start =
+      "intra = { bandwidth = \"10 Gbit/s\", latency = \"2 us\" }\n"
+      "start = [ { after = \"1 ms\", delay = \"0.5 ms\" }, { after = \"4 ms\", delay = \"2 ms\" } "
+      "]";
+  const std::string intra = "intra = { bandwidth = \"10 Gbit/s\", latency = \"2 us\" }";
+  const ScenarioParts p = parse_scenario(replace(kGood, intra, start), true, "test");
+  ASSERT_EQ(p.scenario.cluster.start.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.scenario.cluster.start[1].after_s, 4e-3);
+  EXPECT_DOUBLE_EQ(p.scenario.cluster.start[1].delay_s, 2e-3);
+  EXPECT_NE(error_of(replace(kGood, intra, replace(start, "\"4 ms\"", "\"0.5 ms\"")))
+                .find("cluster.start[1].after: must ascend"),
+            std::string::npos);
+  EXPECT_NE(error_of(replace(kGood, intra, replace(start, "\"2 ms\"", "\"-2 ms\"")))
+                .find("cluster.start[1].delay: must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(replace(kGood, intra, replace(start, "delay =", "wait ="))).find("unknown key"),
+      std::string::npos);
+  EXPECT_NE(error_of(replace(kGood, intra, intra + "\nstart = 3")).find("cluster.start: expected"),
+            std::string::npos);
+
+  // backward_transfer and overlap: model-parallel layers only.
+  const std::string two_layers =
+      "layers = [ { params = 0, activations = 10, forward = \"1 ms\", backward = \"1 ms\" },\n"
+      "  { params = 1000, forward = \"1 ms\", backward = \"2 ms\", parallel = \"model\", "
+      "backward_transfer = false, overlap = false } ]";
+  const std::string one_layer =
+      "layers = [ { name = \"a\", params = 1000, forward = \"1 ms\", backward = \"2 ms\" } ]";
+  const std::string hybrid = replace(kGood, "batch = 32", "scheme = \"hybrid\"\nbatch = 32");
+  const ScenarioParts q = parse_scenario(replace(hybrid, one_layer, two_layers), true, "test");
+  const Layer& l = q.scenario.workload.layers[1];
+  EXPECT_FALSE(l.backward_transfer);
+  ASSERT_TRUE(l.overlap.has_value());
+  EXPECT_FALSE(*l.overlap);
+  EXPECT_FALSE(q.scenario.workload.layers[0].overlap.has_value());
+  EXPECT_NE(error_of(replace(kGood, "name = \"a\",", "name = \"a\", overlap = true,"))
+                .find("workload.layers[0].overlap: only for a model-parallel layer"),
+            std::string::npos);
+}
+
 // Numbers a typo makes absurd fail with the key and the limit, instead of printing a step time of
 // 300 digits (or wrapping an int).
 TEST(ConfigTest, LimitsAndWholeNumbers) {
@@ -169,6 +210,11 @@ TEST(ConfigTest, CalibrationRoundTrip) {
   EXPECT_NEAR(p.scenario.codec.encode_Bps, 3e9, 1e3);
   EXPECT_NEAR(c.intra.bandwidth_Bps, 1e10, 1e6);  // slope of the larger half
   EXPECT_FALSE(parse_scenario(calibration_json(nullptr, k), false, "c").has_cluster);
+  c.start = {{1e-3, 0.25e-3}, {3e-3, 1e-3}};
+  const Cluster back = parse_scenario(calibration_json(&c, k), false, "c").scenario.cluster;
+  ASSERT_EQ(back.start.size(), 2u);
+  EXPECT_NEAR(back.start[1].after_s, 3e-3, 1e-12);
+  EXPECT_NEAR(back.start[0].delay_s, 0.25e-3, 1e-12);
 }
 
 }  // namespace

@@ -145,6 +145,62 @@ TEST(StepTest, ModelParallelSubBatches) {
   EXPECT_NEAR(step_time(s, false).step_s, 3e-3 + mp + dp_end, 1e-12);
 }
 
+// Points (1 ms, 0.5 ms) and (4 ms, 2 ms).
+std::vector<StartDelay> two_start_points() {
+  return {{1e-3, 0.5e-3}, {4e-3, 2e-3}};
+}
+
+TEST(StartDelayTest, LinearFromZeroThenFlat) {
+  Cluster c;
+  EXPECT_EQ(start_delay(c, 5e-3), 0);  // none measured
+  c.start = two_start_points();
+  EXPECT_EQ(start_delay(c, 0), 0);
+  EXPECT_NEAR(start_delay(c, 0.5e-3), 0.25e-3, 1e-15);
+  EXPECT_NEAR(start_delay(c, 1e-3), 0.5e-3, 1e-15);
+  EXPECT_NEAR(start_delay(c, 2.5e-3), 1.25e-3, 1e-15);
+  EXPECT_NEAR(start_delay(c, 10e-3), 2e-3, 1e-15);
+  Scenario s = data_parallel(10);
+  s.cluster.start = c.start;
+  validate(s);
+  s.cluster.start = {{2e-3, 1e-3}, {1e-3, 1e-3}};
+  EXPECT_THROW(validate(s), Error);  // not ascending
+  s.cluster.start = {{1e-3, -1e-3}};
+  EXPECT_THROW(validate(s), Error);  // negative delay
+}
+
+TEST(StepTest, StartDelaysFollowComputation) {
+  Scenario s = data_parallel(10);
+  s.workload.overlap = false;
+  const double plain = step_time(s, false).step_s;
+  s.cluster.start = two_start_points();
+  // Without overlap the allreduces follow the whole step's 12 ms of computation: one delay.
+  StepTime t = step_time(s, false);
+  EXPECT_NEAR(t.start_s, 2e-3, 1e-15);
+  EXPECT_NEAR(t.step_s, plain + 2e-3, 1e-12);
+  s.gpus = 1;  // nothing to exchange, nothing to wait for
+  EXPECT_EQ(step_time(s, false).start_s, 0);
+}
+
+TEST(StepTest, ModelParallelLayerWithoutBackwardTransferOrOverlap) {
+  Scenario s = data_parallel(1);
+  for (Layer& l : s.workload.layers) l.params = 0;  // only the model-parallel transfers
+  s.workload.layers[0].activations = 1000;
+  s.workload.layers[1].parallel = Parallelism::kModel;
+  s.workload.layers[1].backward_transfer = false;
+  s.workload.layers[1].overlap = false;
+  s.workload.sub_batch = 32;  // 4 sub-batches on 4 GPUs
+  s.cluster.start = two_start_points();
+  const double c =
+      collective_time(Collective::kAllgather, 1000 * 32 * 4.0, 4, s.cluster.intra, nullptr);
+  const double fwd = 1e-3 / 4, bwd = 2e-3 / 4;
+  // Every sub-batch's forward gather waits for layer 0's forward (1 ms: a 0.5 ms delay), none
+  // goes back, none overlaps.
+  const StepTime t = step_time(s, false);
+  EXPECT_NEAR(t.start_s, 4 * 0.5e-3, 1e-15);
+  EXPECT_NEAR(t.comm_s, 4 * c, 1e-15);
+  EXPECT_NEAR(t.step_s, 9e-3 + 4 * (fwd + bwd) + 4 * c + 4 * 0.5e-3, 1e-12);
+}
+
 TEST(StepTest, ValidationNamesTheField) {
   Scenario s = data_parallel(10);
   s.cluster.intra.bandwidth_Bps = 0;
