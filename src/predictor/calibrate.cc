@@ -98,15 +98,16 @@ uint64_t spin_iterations(double seconds) {
   return std::max<uint64_t>(1, static_cast<uint64_t>(double(kTry) * seconds / t));
 }
 
-// 8 bytes to and from every other rank at once, as a small collective's messages go.
-void exchange_all(Transport& t, std::vector<char>& in) {
+// P - 1 ring steps of 8 bytes (to the next rank, from the previous), each waiting for the one
+// before, as a ring collective's steps do: every step may wait for a rank whose core is busy.
+void ring_sequence(Transport& t, char* in) {
   static const char kOut[8] = {};
-  std::vector<TransportRequestPtr> requests;
-  for (int p = 0; p < t.size(); ++p)
-    if (p != t.rank()) requests.push_back(t.irecv(in.data() + 8 * size_t(p), 8, p, 0));
-  for (int p = 0; p < t.size(); ++p)
-    if (p != t.rank()) requests.push_back(t.isend(kOut, 8, p, 0));
-  for (auto& r : requests) r->wait();
+  const int p = t.size(), next = (t.rank() + 1) % p, previous = (t.rank() + p - 1) % p;
+  for (int step = 0; step + 1 < p; ++step) {
+    const auto received = t.irecv(in, 8, previous, 0);
+    t.isend(kOut, 8, next, 0)->wait();
+    received->wait();
+  }
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -301,11 +302,11 @@ std::vector<double> default_start_lengths() {
 }
 
 std::vector<StartDelay> measure_start_delays(Transport& t, const std::vector<double>& compute_s) {
-  std::vector<char> in(8 * size_t(t.size()));
-  for (int i = 0; i < 20; ++i) exchange_all(t, in);  // connections, first-touch
+  char in[8];
+  for (int i = 0; i < 20; ++i) ring_sequence(t, in);  // connections, first-touch
   constexpr int kBackToBack = 100;
   auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < kBackToBack; ++i) exchange_all(t, in);
+  for (int i = 0; i < kBackToBack; ++i) ring_sequence(t, in);
   const double back_to_back = seconds_since(t0) / kBackToBack;
   std::vector<double> mine;  // (wall compute, delay) per length
   for (double length : compute_s) {
@@ -317,7 +318,7 @@ std::vector<StartDelay> measure_start_delays(Transport& t, const std::vector<dou
       t0 = std::chrono::steady_clock::now();
       spin(n);
       const auto computed = std::chrono::steady_clock::now();
-      exchange_all(t, in);
+      ring_sequence(t, in);
       wall += std::chrono::duration<double>(computed - t0).count();
       delay += seconds_since(computed) - back_to_back;
     }

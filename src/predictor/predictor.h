@@ -282,9 +282,9 @@ std::unique_ptr<Cluster> measure_links(Transport& transport, const std::vector<i
                                        char* buffer, size_t buffer_size);
 
 // Cluster::start, measured through `transport`: for each length of computation (seconds of one
-// core's arithmetic alone, ascending), every rank computes that long, then exchanges 8 bytes with
-// every other rank; the delay is that exchange's time from the end of the rank's own computation,
-// less the same exchange back to back, and `after` the computation's wall time with every rank
+// core's arithmetic alone, ascending), every rank computes that long, then takes P - 1 dependent
+// ring steps of 8 bytes, as a ring collective does; the delay is their time from the end of the
+// rank's own computation, less the same steps back to back, and `after` the computation's wall time with every rank
 // computing; both averaged over the repetitions and the ranks. Collective over the transport's
 // ranks; the points on rank 0, empty on the others.
 std::vector<StartDelay> measure_start_delays(Transport& transport,
