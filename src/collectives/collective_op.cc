@@ -11,8 +11,10 @@ namespace detail {
 struct CollectiveOp::Deferred {
   bool sending = false;
   Bytes message;                 // sending
-  ByteBuffer* buffer = nullptr;  // receiving
+  ByteBuffer* buffer = nullptr;  // receiving into a buffer sized for the payload
   size_t* bytes = nullptr;
+  void* exact = nullptr;  // receiving exactly exact_bytes here instead
+  size_t exact_bytes = 0;
   int peer = 0, phase = 0;
   TransportRequestPtr inner;  // once posted
   bool done = false;
@@ -36,11 +38,43 @@ class DeferredRequest : public TransportRequest {
   }
   size_t bytes() const override {
     if (d_->inner) return d_->inner->bytes();
-    return d_->sending ? d_->message->size() : *d_->bytes;
+    if (d_->sending) return d_->message->size();
+    return d_->exact ? d_->exact_bytes : *d_->bytes;
   }
 
  private:
   std::shared_ptr<CollectiveOp::Deferred> d_;
+};
+
+Error wrong_size(int peer, size_t sent, size_t expected) {
+  return Error(ErrorCode::kMismatch, "rank " + std::to_string(peer) + " sent " +
+                                         std::to_string(sent) + " bytes, expected " +
+                                         std::to_string(expected));
+}
+
+// A receive that must bring exactly `want` bytes.
+class ExactRecv : public TransportRequest {
+ public:
+  ExactRecv(TransportRequestPtr inner, size_t want, int peer)
+      : inner_(std::move(inner)), want_(want), peer_(peer) {}
+  bool test() override {
+    if (!inner_->test()) return false;
+    check();
+    return true;
+  }
+  void wait() override {
+    inner_->wait();
+    check();
+  }
+  size_t bytes() const override { return inner_->bytes(); }
+
+ private:
+  void check() const {
+    if (inner_->bytes() != want_) throw wrong_size(peer_, inner_->bytes(), want_);
+  }
+  TransportRequestPtr inner_;
+  size_t want_;
+  int peer_;
 };
 
 }  // namespace
@@ -123,6 +157,17 @@ TransportRequestPtr CollectiveOp::recv(ByteBuffer& buffer, size_t& bytes, int pe
   auto d = std::make_shared<Deferred>();
   d->buffer = &buffer;
   d->bytes = &bytes;
+  return deferred_recv(std::move(d), peer, phase);
+}
+
+TransportRequestPtr CollectiveOp::recv_exact(void* to, size_t bytes, int peer, int phase) {
+  auto d = std::make_shared<Deferred>();
+  d->exact = to;
+  d->exact_bytes = bytes;
+  return deferred_recv(std::move(d), peer, phase);
+}
+
+TransportRequestPtr CollectiveOp::deferred_recv(std::shared_ptr<Deferred> d, int peer, int phase) {
   d->peer = peer;
   d->phase = phase;
   if (verdict_passed_) {
@@ -145,7 +190,18 @@ void CollectiveOp::post_recv(Deferred& d) {
     carried = exchange_->payload(d.peer, &n);
   }
   if (!carried) {
-    d.inner = sized_recv(comm_.transport(), *d.buffer, *d.bytes, d.peer, tag(d.phase));
+    if (d.exact)
+      d.inner = std::make_unique<ExactRecv>(
+          comm_.transport().irecv(d.exact, d.exact_bytes, d.peer, tag(d.phase)), d.exact_bytes,
+          d.peer);
+    else
+      d.inner = sized_recv(comm_.transport(), *d.buffer, *d.bytes, d.peer, tag(d.phase));
+    return;
+  }
+  if (d.exact) {
+    if (n != d.exact_bytes) throw wrong_size(d.peer, n, d.exact_bytes);
+    if (n) std::memcpy(d.exact, carried, n);
+    d.done = true;
     return;
   }
   if (n > d.buffer->size())

@@ -40,6 +40,9 @@ class CollectiveOp : public Pipeline {
   // The algorithm's transfers on phase `phase` (1..3).
   TransportRequestPtr send(Bytes message, int peer, int phase);
   TransportRequestPtr recv(ByteBuffer& buffer, size_t& bytes, int peer, int phase);
+  // A receive of exactly `bytes` into `to`: raw fp32 travels only between ranks that agreed on
+  // the call, so another size means a bug, reported (kMismatch) rather than read.
+  TransportRequestPtr recv_exact(void* to, size_t bytes, int peer, int phase);
 
   int tag(int phase) const { return tag_ + phase; }  // phases 1..3; 0 is the descriptor's
 
@@ -55,6 +58,7 @@ class CollectiveOp : public Pipeline {
 
  private:
   std::string run_early(bool in_envelope);
+  TransportRequestPtr deferred_recv(std::shared_ptr<Deferred> d, int peer, int phase);
   void post_deferred();
   void post_recv(Deferred& d);
 

@@ -83,35 +83,6 @@ float* floats(const Bytes& b) {
   return reinterpret_cast<float*>(b->data());  // operator new's alignment suffices
 }
 
-// A receive of exactly `want` bytes: raw fp32 travels only between ranks that agreed on the
-// call, so another size means a bug, reported rather than read.
-class ExactRecv : public TransportRequest {
- public:
-  ExactRecv(TransportRequestPtr inner, size_t want, int peer)
-      : inner_(std::move(inner)), want_(want), peer_(peer) {}
-  bool test() override {
-    if (!inner_->test()) return false;
-    check();
-    return true;
-  }
-  void wait() override {
-    inner_->wait();
-    check();
-  }
-  size_t bytes() const override { return inner_->bytes(); }
-
- private:
-  void check() const {
-    if (inner_->bytes() != want_)
-      throw Error(ErrorCode::kMismatch, "rank " + std::to_string(peer_) + " sent " +
-                                            std::to_string(inner_->bytes()) + " bytes, expected " +
-                                            std::to_string(want_));
-  }
-  TransportRequestPtr inner_;
-  size_t want_;
-  int peer_;
-};
-
 class HierarchicalAllreduce : public CollectiveOp {
   static constexpr int kDone = 4;  // stages 0-3; gate 4 holds what must end before the unit does
 
@@ -129,6 +100,11 @@ class HierarchicalAllreduce : public CollectiveOp {
   }
 
  private:
+  // Unit 0's stage 0 (receives posted, raw chunks packed for the host's slice owners) runs before
+  // the descriptors' verdict: its transfers wait for it, and a small call's first chunk to each
+  // owner rides in the descriptor's envelope, so no call spends a round on descriptors alone.
+  bool early_first_stage() const override { return true; }
+
   std::string check() {
     std::string e = check_buffers(in_, out_, count_);
     if (e.empty()) e = check_input(in_, count_, *chunk_codec_, &signs_);
@@ -175,9 +151,9 @@ class HierarchicalAllreduce : public CollectiveOp {
       p += s.size * sizeof(float);
     }
   }
-  // Intra-host results travel with tag 2, as the contributions between hosts do: their senders
+  // Intra-host results travel on phase 2, as the contributions between hosts do: their senders
   // are on other hosts, so no (peer, tag) pair carries both.
-  int share_tag() const { return tag(2); }
+  static constexpr int kSharePhase = 2;
   std::string slot(const char* what, int host, size_t k) const {
     return std::string("allreduce-h/") + what + "/" + std::to_string(l_.local) + "/" +
            std::to_string(host) + "/" + std::to_string(k) + "/" + std::to_string(l_.slices) + "x" +
@@ -207,21 +183,20 @@ class HierarchicalAllreduce : public CollectiveOp {
     }
   }
 
-  // Receives of `n` elements that gate `stage` (a payload; raw fp32 into `to`); none when n is
-  // 0, which the sender sees too.
-  void receive(Unit& u, int stage, ByteBuffer& buf, size_t& bytes, size_t n, int peer, int tag) {
+  // Receives of `n` elements on `phase` that gate `stage` (a payload; raw fp32 into `to`); none
+  // when n is 0, which the sender sees too. Through CollectiveOp, which holds them until the
+  // verdict when unit 0's stage 0 runs early.
+  void receive(Unit& u, int stage, ByteBuffer& buf, size_t& bytes, size_t n, int peer, int phase) {
     if (!n) return;
     buf.resize(chunk_codec_->capacity(n));
-    u.await(stage, sized_recv(comm_.transport(), buf, bytes, peer, tag));
+    u.await(stage, recv(buf, bytes, peer, phase));
   }
-  void receive_raw(Unit& u, int stage, void* to, size_t n, int peer, int tag) {
+  void receive_raw(Unit& u, int stage, void* to, size_t n, int peer, int phase) {
     if (!n) return;
-    const size_t bytes = n * sizeof(float);
-    u.await(stage, std::make_unique<ExactRecv>(comm_.transport().irecv(to, bytes, peer, tag), bytes,
-                                               peer));
+    u.await(stage, recv_exact(to, n * sizeof(float), peer, phase));
   }
-  void send(Unit& u, const Bytes& b, int peer, int tag) {
-    u.await(kDone, comm_.transport().isend(b->data(), b->size(), peer, tag, b));
+  void send(Unit& u, Bytes b, int peer, int phase) {
+    u.await(kDone, CollectiveOp::send(std::move(b), peer, phase));
   }
 
   // Stage 0: every receive of chunk k.
@@ -231,14 +206,14 @@ class HierarchicalAllreduce : public CollectiveOp {
       for (size_t j = 0; j < l_.members.size(); ++j) {
         if (static_cast<int>(j) == l_.local || !mine) continue;
         u.local_in[j] = pool_->take(mine * sizeof(float));
-        receive_raw(u, 1, u.local_in[j]->data(), mine, l_.members[j], tag(1));
+        receive_raw(u, 1, u.local_in[j]->data(), mine, l_.members[j], 1);
       }
       const size_t own = piece(l_.local, l_.host, k).size;
       for (int h = 0; h < l_.hosts; ++h) {
         if (h == l_.host) continue;
         const size_t theirs = piece(l_.local, h, k).size;
-        receive(u, 2, u.contributions[h], u.contribution_bytes[h], own, l_.peers[h], tag(2));
-        receive(u, 3, u.reduced[h], u.reduced_bytes[h], theirs, l_.peers[h], tag(3));
+        receive(u, 2, u.contributions[h], u.contribution_bytes[h], own, l_.peers[h], 2);
+        receive(u, 3, u.reduced[h], u.reduced_bytes[h], theirs, l_.peers[h], 3);
       }
     }
     // The other slices' results, one message per segment, straight into place (in place too:
@@ -246,7 +221,7 @@ class HierarchicalAllreduce : public CollectiveOp {
     for (int j = 0; j < l_.slices; ++j)
       for (int h = 0; h < l_.hosts && j != l_.local; ++h) {
         const Span s = piece(j, h, k);
-        receive_raw(u, kDone, out_ + s.begin, s.size, l_.members[j], share_tag());
+        receive_raw(u, kDone, out_ + s.begin, s.size, l_.members[j], kSharePhase);
       }
   }
 
@@ -257,7 +232,7 @@ class HierarchicalAllreduce : public CollectiveOp {
       if (j == l_.local || !n) continue;
       Bytes b = pool_->take(n * sizeof(float));
       pack(in_, j, k, b->data());
-      send(u, b, l_.members[j], tag(1));
+      send(u, b, l_.members[j], 1);
     }
   }
 
@@ -281,8 +256,7 @@ class HierarchicalAllreduce : public CollectiveOp {
       const Span s = piece(l_.local, h, k);
       if (h == l_.host || !s.size) continue;
       const float* x = sum + offset(l_.local, h, k);
-      send(u, chunk_codec_->encode(x, s.size, s.begin, 1 + me, slot("in", h, k)), l_.peers[h],
-           tag(2));
+      send(u, chunk_codec_->encode(x, s.size, s.begin, 1 + me, slot("in", h, k)), l_.peers[h], 2);
     }
   }
 
@@ -318,7 +292,7 @@ class HierarchicalAllreduce : public CollectiveOp {
     Bytes b = chunk_codec_->encode(total.data(), own.size, own.begin, 0x1000 + me,
                                    slot("sum", l_.host, k));
     for (int h = 0; h < l_.hosts; ++h)
-      if (h != l_.host) send(u, b, l_.peers[h], tag(3));
+      if (h != l_.host) send(u, b, l_.peers[h], 3);
     chunk_codec_->decode(*b, b->size(), out_ + own.begin, own.size, false, me);
   }
 
@@ -341,7 +315,7 @@ class HierarchicalAllreduce : public CollectiveOp {
         if (!s.size) continue;
         const size_t at = offset(l_.local, h, k) * sizeof(float);
         u.await(kDone, comm_.transport().isend(b->data() + at, s.size * sizeof(float),
-                                               l_.members[j], share_tag(), b));
+                                               l_.members[j], tag(kSharePhase), b));
       }
     }
   }

@@ -27,11 +27,15 @@ CollectiveOptions always() {
   return o;
 }
 
-// Messages each rank handed to its transport while fn ran on every rank.
-std::vector<uint64_t> sends(int p, const std::function<void(Comm&)>& fn) {
+// Messages each rank handed to its transport while fn ran on every rank (rank r on host
+// hosts[r]; one host each when hosts is empty).
+std::vector<uint64_t> sends(int p, const std::function<void(Comm&)>& fn,
+                            std::vector<int> hosts = {}) {
+  if (hosts.empty())
+    for (int r = 0; r < p; ++r) hosts.push_back(r);
   std::vector<std::shared_ptr<Transport>> wrapped;
   std::vector<std::shared_ptr<CountingTransport>> counting;
-  for (auto& t : make_thread_transports(p)) {
+  for (auto& t : make_thread_transports(hosts)) {
     counting.push_back(std::make_shared<CountingTransport>(t));
     wrapped.push_back(counting.back());
   }
@@ -67,6 +71,27 @@ TEST(Envelope, SmallCallsSendNoMessageOfTheirOwnForTheDescriptor) {
          broadcast(c, x.data(), n, 1, always());
        }))
     EXPECT_EQ(s, peers);
+}
+
+// The hierarchical allreduce, 2 hosts x 2 ranks, one chunk: P - 1 envelopes (the raw chunk for
+// the host's other slice owner rides in the one to it), then its segment of the host's sum to the
+// other host's owner (1), the total of its segment back (1), and the slice's 2 segments to the
+// other rank on its host (2): 7. A descriptor round of its own made it 8 (the raw chunk apart).
+TEST(Envelope, SmallHierarchicalCallsSendNoMessageOfTheirOwnForTheDescriptor) {
+  const int p = 4;
+  CollectiveOptions o = always();
+  o.allreduce_algorithm = CollectiveOptions::AllreduceAlgorithm::kHierarchical;
+  auto run = [&](size_t n) {
+    return sends(p,
+                 [&](Comm& c) {
+                   std::vector<float> x = verify::input(c.rank(), n), y(n);
+                   allreduce(c, x.data(), y.data(), n, o);
+                 },
+                 {0, 0, 1, 1});
+  };
+  for (uint64_t s : run(8192)) EXPECT_EQ(s, 7u);  // 16 KiB of fp32 to the other slice's owner
+  // 64 KiB of fp32 per slice does not fit: the descriptor goes apart, the chunk after it.
+  for (uint64_t s : run(32768)) EXPECT_EQ(s, 8u);
 }
 
 // A large call sends its descriptor alone (its data does not fit an envelope) while it encodes.

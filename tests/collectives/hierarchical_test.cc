@@ -347,7 +347,8 @@ TEST(Hierarchical, NonBlockingCallsOverlap) {
       b, verify::allreduce_reference(verify::source(all_inputs(4, n, 2)), 4, n, q), "second");
 }
 
-// Ranks that disagree fail together in the descriptor exchange, and the communicator stays usable.
+// Ranks that disagree fail together in the descriptor exchange (the first chunk's raw data in its
+// envelope, count 100), leave an in-place input as it was, and the communicator stays usable.
 TEST(Hierarchical, MismatchesFailOnEveryRank) {
   const auto hosts = grid(2, 2);
   const std::vector<std::function<void(int, size_t&, CollectiveOptions&)>> disagreements = {
@@ -377,6 +378,7 @@ TEST(Hierarchical, MismatchesFailOnEveryRank) {
       } catch (const Error& e) {
         if (e.code() == ErrorCode::kMismatch) ++failed;
       }
+      EXPECT_EQ(x, std::vector<float>(n, 1.0f)) << "rank " << c.rank();
       std::vector<float> y(64, 1.0f);  // still usable
       allreduce(c, y.data(), y.data(), y.size(), small_chunks());
       after[c.rank()] = y;
