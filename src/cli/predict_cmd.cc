@@ -319,22 +319,29 @@ void run_calibrate(const CalibrateArgs& a) {
   // Bytes per value: the input and the decoded copy (4 each) and the payload (about 1).
   check_memory(9.0 * double(a.elements), "--elements " + std::to_string(a.elements));
   std::unique_ptr<pr::Cluster> cluster;
-  bool root = true;
+  pr::CodecCost codec;
+  bool root = true, measured = false;
+  int ranks = 1;
 #if OCTET_HAVE_MPI
   if (launched_by_mpirun()) {
     MpiSession mpi;
     root = mpi.rank() == 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     try {
       cluster = pr::measure_mpi_cluster(max_bytes);
+      codec = pr::measure_mpi_codec(type, a.block, a.elements, a.repeats);
+      measured = true;
     } catch (const Error&) {  // thrown on every rank alike
       mpi.rethrow_agreed();
     }
   }
 #endif
   if (!root) return;
-  const pr::CodecCost codec = pr::measure_codec(type, a.block, a.elements, a.repeats);
-  std::printf("codec %s: encode %.2f GB/s, decode %.2f GB/s (fp32 bytes, %zu values)\n",
-              a.type.c_str(), codec.encode_Bps / 1e9, codec.decode_Bps / 1e9, a.elements);
+  if (!measured) codec = pr::measure_codec(type, a.block, a.elements, a.repeats);
+  std::printf(
+      "codec %s: encode %.2f GB/s, decode %.2f GB/s per rank, one thread each, %d rank(s) at "
+      "once (fp32 bytes, %zu values)\n",
+      a.type.c_str(), codec.encode_Bps / 1e9, codec.decode_Bps / 1e9, ranks, a.elements);
   if (cluster) {
     std::printf("%d node(s) x %d rank(s)\n", cluster->nodes, cluster->gpus_per_node);
     for (auto [name, link] : {std::pair<const char*, const pr::Link*>{"intra", &cluster->intra},

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -263,8 +264,12 @@ bool reproduces(double value, double published, int decimals);
 
 // ---------------------------------------------------------------- calibration
 
-// Times encode and decode of `elements` normal values (best of `repeats`) on this machine.
-CodecCost measure_codec(DataType type, uint32_t block_size, size_t elements, int repeats);
+// Times encode and decode of `elements` normal values on one thread (as a collective's chunks
+// run), best of `repeats`. With `together` (a barrier over the ranks, called by every rank alike),
+// every rank measures at once and a repetition ends when the slowest rank's does: the rate each of
+// several ranks on a node gets while the others encode too (shared cores, memory bandwidth).
+CodecCost measure_codec(DataType type, uint32_t block_size, size_t elements, int repeats,
+                        const std::function<void()>& together = {});
 // Fits latency (the smallest message's time) and bandwidth (least squares on the larger half)
 // to a measured table, and keeps the table.
 Link fit_link(const std::vector<Link::Point>& points);
@@ -284,9 +289,9 @@ std::unique_ptr<Cluster> measure_links(Transport& transport, const std::vector<i
 // Cluster::start, measured through `transport`: for each length of computation (seconds of one
 // core's arithmetic alone, ascending), every rank computes that long, then takes P - 1 dependent
 // ring steps of 8 bytes, as a ring collective does; the delay is their time from the end of the
-// rank's own computation, less the same steps back to back, and `after` the computation's wall time with every rank
-// computing; both averaged over the repetitions and the ranks. Collective over the transport's
-// ranks; the points on rank 0, empty on the others.
+// rank's own computation, less the same steps back to back, and `after` the computation's wall time
+// with every rank computing; both averaged over the repetitions and the ranks. Collective over the
+// transport's ranks; the points on rank 0, empty on the others.
 std::vector<StartDelay> measure_start_delays(Transport& transport,
                                              const std::vector<double>& compute_s);
 // The lengths `octet calibrate` measures: 0.3, 1, 3 and 10 ms.
@@ -298,6 +303,9 @@ std::vector<double> default_start_lengths();
 // every rank throws an Error that names the first failing rank, after all have stopped
 // communicating: no rank is left waiting.
 std::unique_ptr<Cluster> measure_mpi_cluster(size_t max_bytes);
+// measure_codec on every rank of MPI_COMM_WORLD at once (a barrier before and after each
+// repetition), its result on every rank; failures as measure_mpi_cluster's.
+CodecCost measure_mpi_codec(DataType type, uint32_t block_size, size_t elements, int repeats);
 #endif
 
 }  // namespace predictor

@@ -142,6 +142,12 @@ TEST(CalibrateTest, CodecThroughputIsMeasured) {
   EXPECT_GT(c.decode_Bps, 0);
   EXPECT_THROW(measure_codec(DataType::kDynamic, 100, 1024, 1), Error);  // not a power of two
   EXPECT_THROW(measure_codec(DataType::kDynamic, 0, 0, 1), Error);
+  // Together with other ranks: a barrier before each repetition and one ending it, per direction.
+  int barriers = 0;
+  const CodecCost t = measure_codec(DataType::kDynamic, 0, 1 << 14, 3, [&] { ++barriers; });
+  EXPECT_EQ(barriers, 2 * 2 * 3);
+  EXPECT_GT(t.encode_Bps, 0);
+  EXPECT_GT(t.decode_Bps, 0);
   EXPECT_THROW(fit_link({{8, 1e-6}}), Error);
 }
 
