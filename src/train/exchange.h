@@ -43,10 +43,11 @@ class Exchange {
   // out[0, count) on rank r = sum over ranks of in[r * count, +count).
   virtual std::unique_ptr<Pending> start_reduce_scatter(const float* in, float* out, size_t count,
                                                         TransferTag tag) = 0;
-  void allgather(const float* in, float* out, size_t count, TransferTag tag) {
+  // The same, blocking.
+  virtual void allgather(const float* in, float* out, size_t count, TransferTag tag) {
     start_allgather(in, out, count, tag)->wait();
   }
-  void reduce_scatter(const float* in, float* out, size_t count, TransferTag tag) {
+  virtual void reduce_scatter(const float* in, float* out, size_t count, TransferTag tag) {
     start_reduce_scatter(in, out, count, tag)->wait();
   }
   // out[0, count) = the exact fp32 sum that reduce_scatter approximates (blocking, over
