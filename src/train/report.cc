@@ -135,12 +135,14 @@ std::string error_table(const std::vector<RunResult>& runs) {
       sums[key].merge(e);
     }
   if (rows.empty()) return "";
-  std::string out = format("%-6s %-14s %-14s %14s %14s %14s\n", "mode", "comm", "sent",
-                           "mean abs err", "mean rel err", "values");
+  std::string out = format("%-6s %-14s %-14s %14s %14s %12s %14s\n", "mode", "comm", "sent",
+                           "mean abs err", "mean rel err", "L1 rel err", "values");
   for (const auto& key : rows) {
     const ErrorSum& e = sums[key];
-    out += format("%-6s %-14s %-14s %14.3e %14.4f %14llu\n", key[0].c_str(), key[1].c_str(),
-                  key[2].c_str(), e.mean_abs(), e.mean_rel(), (unsigned long long)e.count);
+    const std::string l1 = e.l1_known() ? format("%12.4f", e.l1_rel()) : format("%12s", "-");
+    out +=
+        format("%-6s %-14s %-14s %14.3e %14.4f %s %14llu\n", key[0].c_str(), key[1].c_str(),
+               key[2].c_str(), e.mean_abs(), e.mean_rel(), l1.c_str(), (unsigned long long)e.count);
   }
   return out;
 }
@@ -186,12 +188,15 @@ std::string to_json(const std::vector<RunResult>& runs, const std::string& comma
                           {"step_seconds", r.step_seconds()},
                           {"params_fnv1a", format("%016llx", (unsigned long long)r.params_hash)}};
     run["approximation_error"] = nlohmann::json::array();
-    for (const auto& [tensor, e] : r.errors)
-      run["approximation_error"].push_back({{"sent", tensor},
-                                            {"mean_abs_error", e.mean_abs()},
-                                            {"mean_rel_error", e.mean_rel()},
-                                            {"values", e.count},
-                                            {"nonzero_values", e.nonzero}});
+    for (const auto& [tensor, e] : r.errors) {
+      nlohmann::json row = {{"sent", tensor},
+                            {"mean_abs_error", e.mean_abs()},
+                            {"mean_rel_error", e.mean_rel()},
+                            {"values", e.count},
+                            {"nonzero_values", e.nonzero}};
+      if (e.l1_known()) row["l1_rel_error"] = e.l1_rel();
+      run["approximation_error"].push_back(row);
+    }
     run["epochs"] = nlohmann::json::array();
     for (const EpochResult& e : r.epochs)
       run["epochs"].push_back({{"epoch", e.epoch},
@@ -274,6 +279,14 @@ class RunReader {
     if (e.nonzero > e.count) fail(join(path, "nonzero_values"), "more than values");
     e.abs_sum = number(j, path, "mean_abs_error", 0, 1e38) * double(e.count);
     e.rel_sum = number(j, path, "mean_rel_error", 0, 1e38) * double(e.nonzero);
+    // l1_rel_error since it is written; older files leave it unknown. A zero L1 error with a
+    // non-zero absolute one cannot be told back into a sum of originals: unknown too.
+    e.original_sum = -1;
+    if (j.contains("l1_rel_error")) {
+      const double l1 = number(j, path, "l1_rel_error", 0, 1e38);
+      if (l1 > 0) e.original_sum = e.abs_sum / l1;
+      if (e.abs_sum == 0) e.original_sum = 0;
+    }
     return e;
   }
 

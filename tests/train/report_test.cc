@@ -46,6 +46,7 @@ std::vector<RunResult> sample_runs() {
         s.rel_sum = 12.5;
         s.count = 1000;
         s.nonzero = 500;
+        s.original_sum = 30.0 * double(seed);
         r.errors["act layer 0"] = s;
       }
       runs.push_back(r);
@@ -74,6 +75,8 @@ TEST(TrainReport, RunsReadBackGiveTheSameTables) {
     for (const auto& [k, e] : runs[i].errors) {
       EXPECT_EQ(back[i].errors.at(k).nonzero, e.nonzero);
       EXPECT_DOUBLE_EQ(back[i].errors.at(k).mean_rel(), e.mean_rel());
+      ASSERT_TRUE(back[i].errors.at(k).l1_known());
+      EXPECT_DOUBLE_EQ(back[i].errors.at(k).l1_rel(), e.l1_rel());
     }
   }
   // Combining two files' halves is the same as one file of all of them.
@@ -132,12 +135,16 @@ TEST(TrainReport, EveryFieldIsCheckedAndNamed) {
 
 TEST(TrainReport, FilesWithoutTheNewerFieldsRead) {
   std::string s = to_json(sample_runs(), "x");
-  for (const char* key : {"\"measure_seconds\"", "\"wait_seconds\"", "\"nonzero_values\""}) {
+  for (const char* key :
+       {"\"measure_seconds\"", "\"wait_seconds\"", "\"nonzero_values\"", "\"l1_rel_error\""}) {
     size_t at;
     while ((at = s.find(key)) != std::string::npos) {
       const size_t end = s.find_first_of(",\n}", at);
-      const size_t comma = s.rfind(',', at);  // the comma before the key
-      s.erase(comma, end - comma);
+      const size_t before = s.find_last_not_of(" \n", at - 1);
+      if (s[before] == '{')  // the object's first key: it and the comma after it
+        s.erase(at, s.find_first_not_of(" \n", end + 1) - at);
+      else  // the comma before the key, the key and its value
+        s.erase(before, end - before);
     }
   }
   ASSERT_EQ(s.find("wait_seconds"), std::string::npos);
@@ -145,6 +152,28 @@ TEST(TrainReport, FilesWithoutTheNewerFieldsRead) {
   ASSERT_EQ(back.size(), 4u);
   EXPECT_EQ(back[1].epochs[0].wait_seconds, 0.0);
   EXPECT_EQ(back[1].errors.at("act layer 0").nonzero, 1000u);  // every value counted
+  EXPECT_FALSE(back[1].errors.at("act layer 0").l1_known());   // printed as "-"
+  EXPECT_NE(error_table(back).find("     -  "), std::string::npos);
+}
+
+// The L1 relative error stays finite where the mean relative error is ruled by exact values near
+// zero (error feedback sends them a residual); all-zero exact values leave it unknown.
+TEST(ApproxError, L1RelativeErrorIgnoresTinyOriginals) {
+  const float exact[3] = {1e-30f, 1.0f, -2.0f}, sent[3] = {1e-3f, 1.0f, -2.0f};
+  ErrorSum e;
+  e.add(exact, sent, 3);
+  EXPECT_GT(e.mean_rel(), 1e20);
+  EXPECT_NEAR(e.l1_rel(), 1e-3 / 3.0, 1e-9);
+  ErrorSum zeros;
+  const float none[2] = {0.0f, 0.0f}, residual[2] = {0.5f, 0.0f};
+  zeros.add(none, residual, 2);
+  EXPECT_FALSE(zeros.l1_known());
+  ErrorSum exact_zeros;
+  exact_zeros.add(none, none, 2);
+  EXPECT_TRUE(exact_zeros.l1_known());
+  EXPECT_EQ(exact_zeros.l1_rel(), 0.0);
+  e.merge(exact_zeros);
+  EXPECT_NEAR(e.l1_rel(), 1e-3 / 3.0, 1e-9);
 }
 
 }  // namespace
