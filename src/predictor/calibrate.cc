@@ -344,6 +344,8 @@ std::vector<double> default_start_lengths() {
 }
 
 std::vector<StartDelay> measure_start_delays(Transport& t, const std::vector<double>& compute_s) {
+  for (double length : compute_s)
+    if (!(length > 0) || length > 1) fail("measure_start_delays", "lengths must be in (0, 1] s");
   char in[8];
   for (int i = 0; i < 20; ++i) ring_sequence(t, in);  // connections, first-touch
   constexpr int kBackToBack = 100;
@@ -352,7 +354,6 @@ std::vector<StartDelay> measure_start_delays(Transport& t, const std::vector<dou
   const double back_to_back = seconds_since(t0) / kBackToBack;
   std::vector<double> mine;  // (wall compute, delay) per length
   for (double length : compute_s) {
-    if (!(length > 0) || length > 1) fail("measure_start_delays", "lengths must be in (0, 1] s");
     const uint64_t n = spin_iterations(length);
     const int reps = std::clamp(static_cast<int>(0.3 / length), 5, 100);
     double wall = 0, delay = 0;
@@ -367,15 +368,15 @@ std::vector<StartDelay> measure_start_delays(Transport& t, const std::vector<dou
     mine.push_back(wall / reps);
     mine.push_back(delay / reps);
   }
-  // Rank 0 averages every rank's points.
+  // Rank 0 averages every rank's points (on tag 1: the ring steps' messages are tag 0).
   const size_t bytes = mine.size() * sizeof(double);
   if (t.rank() != 0) {
-    t.isend(mine.data(), bytes, 0, 0)->wait();
+    t.isend(mine.data(), bytes, 0, 1)->wait();
     return {};
   }
   std::vector<double> sum = mine, theirs(mine.size());
   for (int p = 1; p < t.size(); ++p) {
-    t.irecv(theirs.data(), bytes, p, 0)->wait();
+    t.irecv(theirs.data(), bytes, p, 1)->wait();
     for (size_t i = 0; i < sum.size(); ++i) sum[i] += theirs[i];
   }
   std::vector<StartDelay> points;

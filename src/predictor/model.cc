@@ -210,7 +210,8 @@ void data_parallel_layers(const Scenario& s, int gpus, const CodecCost* codec, T
     serial += c;
     double begin = std::max(ready, link_free);
     if (w.overlap && ready >= link_free) {
-      const double d = start_delay(s.cluster, forward * !any + ready - link_free);
+      const double computed = (any ? 0.0 : forward) + ready - link_free;  // since the link idled
+      const double d = start_delay(s.cluster, computed);
       t.start += d;
       begin += d;
     }

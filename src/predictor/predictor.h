@@ -132,7 +132,8 @@ struct StepTime {
   double comm_s = 0;     // all communication, hidden or not, codec included
   double exposed_s = 0;  // the part of comm_s that lengthens the step
   double codec_s = 0;    // encode + decode on the critical path (0 for fp32)
-  double start_s = 0;    // start delays (Cluster::start), part of exposed_s
+  double start_s = 0;    // start delays (Cluster::start) charged; in exposed_s unless a
+                         // data-parallel allreduce's hides under later layers' computation
   double speedup = 0;    // gpus x one-GPU step / step_s
 };
 struct Prediction {

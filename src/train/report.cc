@@ -194,7 +194,10 @@ std::string to_json(const std::vector<RunResult>& runs, const std::string& comma
                             {"mean_rel_error", e.mean_rel()},
                             {"values", e.count},
                             {"nonzero_values", e.nonzero}};
-      if (e.l1_known()) row["l1_rel_error"] = e.l1_rel();
+      if (e.l1_known()) {
+        row["l1_rel_error"] = e.l1_rel();
+        row["mean_abs_exact"] = e.count ? e.original_sum / double(e.count) : 0.0;  // to combine
+      }
       run["approximation_error"].push_back(row);
     }
     run["epochs"] = nlohmann::json::array();
@@ -279,14 +282,10 @@ class RunReader {
     if (e.nonzero > e.count) fail(join(path, "nonzero_values"), "more than values");
     e.abs_sum = number(j, path, "mean_abs_error", 0, 1e38) * double(e.count);
     e.rel_sum = number(j, path, "mean_rel_error", 0, 1e38) * double(e.nonzero);
-    // l1_rel_error since it is written; older files leave it unknown. A zero L1 error with a
-    // non-zero absolute one cannot be told back into a sum of originals: unknown too.
+    // mean_abs_exact (with l1_rel_error) since they are written; older files: unknown.
     e.original_sum = -1;
-    if (j.contains("l1_rel_error")) {
-      const double l1 = number(j, path, "l1_rel_error", 0, 1e38);
-      if (l1 > 0) e.original_sum = e.abs_sum / l1;
-      if (e.abs_sum == 0) e.original_sum = 0;
-    }
+    if (j.contains("mean_abs_exact"))
+      e.original_sum = number(j, path, "mean_abs_exact", 0, 1e38) * double(e.count);
     return e;
   }
 
