@@ -73,6 +73,10 @@ class PolicyState {
   // observed) and decides it. A loop repeats its calls, so the last decision is kept until the
   // corrections change.
   Decision decide(Comm& comm, Collective op, double fp32_bytes, const CollectiveOptions& options);
+  // For a call that repeats the last decision when it declined, with nothing due at this call
+  // (an agreement, exploring, a time to record): counts it as decide() would and returns true;
+  // otherwise changes nothing and returns false (decide() then takes the call).
+  bool take_repeated_decline(Collective op, double fp32_bytes, const CollectiveOptions& options);
   // Installs curves for `key` (the same on every rank), replacing any: no measurement follows.
   void seed(const PolicyKey& key, Curves curves);
   // Whether a call's time is still wanted: kMinObservations per bucket and path between two

@@ -12,6 +12,7 @@
 #include "mpi_test_main.h"
 #include "octet/collectives.h"
 #include "octet/octet_mpi.h"
+#include "octet/policy.h"
 #include "octet/transport_mpi.h"
 #include "verify/verify.h"
 
@@ -167,6 +168,33 @@ TEST_F(Mpi, AutoDecidesTheSameOnEveryRank) {
     PMPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
     ASSERT_EQ(lo, hi) << "call " << call;
   }
+}
+
+// Seeded so that `auto` declines (plain 60 ms, compressed 100 ms: within 2x, so explored every
+// interval). Repeated declined calls go to MPI's call with little of the routing
+// (policy.cc, ran_repeated_decline), which must still count them toward every agreement and
+// step aside for exploring: else compression is never re-timed, or the ranks drift apart.
+TEST_F(Mpi, RepeatedDeclinedCallsStillAgreeAndExplore) {
+  const size_t n = 256;
+  PolicyCurves seeded;
+  seeded.bytes = {4, std::ldexp(1.0, 40)};
+  seeded.plain_seconds = {0.06, 0.06};
+  seeded.compressed_seconds = {0.1, 0.1};
+  set_policy_curves(comm, Collective::kAllreduce, CodecOptions{}, seeded);
+  ASSERT_FALSE(estimate_policy(comm, Collective::kAllreduce, n, {}).compress);
+  std::vector<float> x(n, 1.0f), y(n);
+  for (int call = 0; call < 2 * kPolicySyncMaxCalls + 8; ++call)
+    allreduce(comm, x.data(), y.data(), n);
+  const PolicyEstimate e = estimate_policy(comm, Collective::kAllreduce, n, {});
+  EXPECT_LT(e.compressed_seconds, 0.01) << "compression was not re-timed";
+  EXPECT_LT(e.plain_seconds, 0.01) << "the plain call was not timed";
+  const double mine[2] = {e.compressed_seconds, e.plain_seconds};
+  double lo[2], hi[2];
+  PMPI_Allreduce(mine, lo, 2, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  PMPI_Allreduce(mine, hi, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_EQ(lo[0], hi[0]);
+  EXPECT_EQ(lo[1], hi[1]);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(y[i], float(comm.size())) << i;
 }
 
 TEST_F(Mpi, CApi) {
