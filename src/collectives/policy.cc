@@ -279,9 +279,7 @@ bool same_key_fields(const CodecOptions& a, const CodecOptions& b) {
 PolicyState::Decision PolicyState::decide(Comm& comm, Collective op, double fp32_bytes,
                                           const CollectiveOptions& options) {
   count_call(comm);
-  if (last_valid_ && fp32_bytes == last_bytes_ && op == last_op_ &&
-      same_key_fields(options.codec, last_codec_) && options.allreduce_algorithm == last_algorithm_)
-    return explored(last_);
+  if (repeats_last(op, fp32_bytes, options)) return explored(last_);
   // Options are checked here, on this rank only: the decision needs them before any exchange.
   const PolicyKey key(op, static_cast<int>(options.codec.type), options.codec.stochastic,
                       validate_options(options.codec));
@@ -338,12 +336,16 @@ bool PolicyState::wants_time(const Decision& d, bool compressed) {
   return d.curves->calls[path_of(d, compressed)][d.bucket] < kMinObservations;
 }
 
+bool PolicyState::repeats_last(Collective op, double fp32_bytes,
+                               const CollectiveOptions& options) const {
+  return last_valid_ && fp32_bytes == last_bytes_ && op == last_op_ &&
+         same_key_fields(options.codec, last_codec_) &&
+         options.allreduce_algorithm == last_algorithm_;
+}
+
 bool PolicyState::take_repeated_decline(Collective op, double fp32_bytes,
                                         const CollectiveOptions& options) {
-  if (!last_valid_ || last_.estimate.compress || fp32_bytes != last_bytes_ || op != last_op_ ||
-      !same_key_fields(options.codec, last_codec_) ||
-      options.allreduce_algorithm != last_algorithm_)
-    return false;
+  if (!repeats_last(op, fp32_bytes, options) || last_.estimate.compress) return false;
   if (calls_ + 1 >= next_sync_ || last_.curves->explore[last_.bucket] || wants_time(last_, false))
     return false;
   ++calls_;  // count_call's count; no agreement is due

@@ -86,6 +86,8 @@ class PolicyState {
   static void observe(const Decision& d, bool compressed, double seconds);
 
  private:
+  // Whether a call is what the last decision was made for (the options as given).
+  bool repeats_last(Collective op, double fp32_bytes, const CollectiveOptions& options) const;
   Decision explored(Decision d);
   void count_call(Comm& comm);
   void sync(Comm& comm);
