@@ -49,10 +49,11 @@ Report::Report(const Config& config, int rank, int ranks, uint32_t block, double
   const CollectiveOptions& o = config.options;
   std::printf(
       "# octet bench %s: %d ranks, type %s, block %u%s%s, iters %d, warmup %d, rounds %d, gap %lld "
-      "us, chunk %zu B, window %d, policy %s, min_bytes %zu\n",
+      "us, chunk %s, window %d, policy %s, min_bytes %zu\n",
       operation_name(config.op).c_str(), ranks, data_type_name(o.codec.type), block,
       o.codec.stochastic ? ", stochastic" : "", o.average ? ", average" : "", config.iters,
-      config.warmup, config.rounds, static_cast<long long>(config.gap_us), o.chunk_bytes, o.window,
+      config.warmup, config.rounds, static_cast<long long>(config.gap_us),
+      o.chunk_bytes ? (std::to_string(o.chunk_bytes) + " B").c_str() : "auto", o.window,
       policy_name(o.policy), o.min_bytes);
   std::printf("# baseline: fp32 PMPI call; MPI variables set:");
   const auto vars = mpi_algorithm_vars();

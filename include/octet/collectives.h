@@ -80,10 +80,13 @@ struct CollectiveOptions {
   // allreduce/reduce_scatter: divide the sum by the rank count (an average of finite values is
   // finite even where their fp32 sum overflows; docs/algorithms.md, "Edges of the float range").
   bool average = false;
-  size_t chunk_bytes = size_t{1} << 20;  // pipeline chunk: fp32 bytes per message (rounded to
-                                         // whole blocks)
-  int window = 4;                        // chunks in flight
-  int threads = 1;                       // codec threads per encode/decode (1: calling thread)
+  // Pipeline chunk: fp32 bytes per message, rounded to whole blocks. 0: automatic, 1 MiB, except
+  // that compressed chunks of a group spanning hosts fit one eager message of the transport
+  // (Transport::eager_bytes(); over MPI 64 KiB, so 248 KiB of fp32 for 8-bit types): a larger
+  // message waits a round trip for the receiver (docs/algorithms.md, "Pipeline").
+  size_t chunk_bytes = 0;
+  int window = 4;   // chunks in flight
+  int threads = 1;  // codec threads per encode/decode (1: calling thread)
   // allreduce's algorithm for compressed calls, where the transport reports more than one host
   // and some host holds more than one rank (Transport::host_of): kAuto takes the cheaper of the
   // hierarchical one (exact fp32 inside each host, compressed between hosts) and the flat one

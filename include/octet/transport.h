@@ -58,6 +58,13 @@ class OCTET_API Transport {
   // backend that does not know: every rank on a host of its own (so the flat algorithms run).
   // A transport that wraps another should forward it.
   virtual int host_of(int rank) const { return rank; }
+  // The largest message (bytes, headers included) this backend sends between hosts without
+  // waiting for the receiver first (MPI's eager limit), or 0 where there is none to respect.
+  // A larger message costs a rendezvous round trip, which needs the receiver's process on a core:
+  // the collectives' automatic chunk size (CollectiveOptions::chunk_bytes = 0) keeps compressed
+  // messages under it when the group spans hosts. A transport that wraps another should forward
+  // it.
+  virtual size_t eager_bytes() const { return 0; }
 };
 
 // `size` connected in-process transports, one per rank, for ranks run as threads. Sends are

@@ -17,7 +17,7 @@ namespace cli {
 namespace {
 
 struct BenchArgs {
-  std::string op, first = "8", last = "64M", min_bytes = "0", chunk_bytes = "1M";
+  std::string op, first = "8", last = "64M", min_bytes = "0", chunk_bytes = "auto";
   std::string type = "dynamic", policy = "auto";
   double factor = 2;
   int iters = 20, warmup = 5, window = 4, rounds = 1;
@@ -76,7 +76,7 @@ bench::Config to_config(const BenchArgs& a) {
                                   : a.algorithm == "hierarchical" ? Algorithm::kHierarchical
                                                                   : Algorithm::kAuto;
   c.options.min_bytes = parse_size(a.min_bytes);
-  c.options.chunk_bytes = parse_size(a.chunk_bytes);
+  c.options.chunk_bytes = a.chunk_bytes == "auto" ? 0 : parse_size(a.chunk_bytes);
   c.options.window = a.window;
   c.check = a.check;
   c.baseline = a.baseline;
@@ -138,7 +138,9 @@ void add_bench_commands(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "flat", "hierarchical"}));
   c->add_option("--calibration", args->calibration,
                 "seed auto's cost curves from this `octet calibrate` file instead of measuring");
-  c->add_option("--chunk-bytes", args->chunk_bytes, "pipeline chunk (fp32 bytes)");
+  c->add_option("--chunk-bytes", args->chunk_bytes,
+                "pipeline chunk (fp32 bytes), or auto: 1M, compressed chunks between hosts sized "
+                "to fit one eager message");
   c->add_option("--window", args->window, "chunks in flight")->check(at_least(1));
   c->add_option("-c,--check", args->check, "error columns and #wrong (0/1)");
   c->add_option("--baseline", args->baseline, "measure the fp32 MPI call too (0/1)");

@@ -104,6 +104,10 @@ class ChunkCodec {
               int from) const;
 
  private:
+  // CollectiveOptions::chunk_bytes = 0: 1 MiB of fp32, or, for compressed chunks of a group
+  // that spans hosts, the most whole blocks whose message fits the transport's eager_bytes().
+  size_t auto_chunk_elements(const Transport& t) const;
+
   Comm& comm_;
   codec::ResolvedOptions resolved_;
   const codec::CodecBackend& backend_;

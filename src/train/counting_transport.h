@@ -26,6 +26,8 @@ class CountingTransport : public Transport {
                             std::shared_ptr<const void> keep_alive) override;
   TransportRequestPtr irecv(void* data, size_t capacity, int peer, int tag) override;
   void poll() override;
+  int host_of(int rank) const override { return inner_->host_of(rank); }
+  size_t eager_bytes() const override { return inner_->eager_bytes(); }
   const TransportCounters& counters() const { return *counters_; }
 
  private:

@@ -18,11 +18,13 @@ class CountingTransport : public Transport {
   int size() const override { return inner_->size(); }
   int max_tag() const override { return inner_->max_tag(); }
   int host_of(int rank) const override { return inner_->host_of(rank); }
+  size_t eager_bytes() const override { return eager ? eager : inner_->eager_bytes(); }
   void poll() override { inner_->poll(); }
   TransportRequestPtr isend(const void* data, size_t bytes, int peer, int tag,
                             std::shared_ptr<const void> keep_alive) override {
     sends += 1;
     bytes_sent += bytes;
+    if (bytes > largest) largest = bytes;
     if (host_of(peer) != host_of(rank())) between_hosts += bytes;
     return inner_->isend(data, bytes, peer, tag, std::move(keep_alive));
   }
@@ -30,7 +32,8 @@ class CountingTransport : public Transport {
     return inner_->irecv(data, capacity, peer, tag);
   }
 
-  uint64_t sends = 0, bytes_sent = 0, between_hosts = 0;
+  uint64_t sends = 0, bytes_sent = 0, between_hosts = 0, largest = 0;
+  size_t eager = 0;  // nonzero: what eager_bytes() reports instead of the inner transport's
 
  private:
   std::shared_ptr<Transport> inner_;
