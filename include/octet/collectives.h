@@ -69,6 +69,11 @@ class OCTET_API Comm {
   std::unique_ptr<detail::CommCore> core_;
 };
 
+// The automatic chunk size between hosts (CollectiveOptions::chunk_bytes = 0): a compressed
+// chunk's message takes at most the transport's eager_bytes() less this room for the transport's
+// own headers (OpenMPI's ob1 and TCP headers take about 30 bytes).
+constexpr size_t kChunkHeaderRoom = 256;
+
 struct CollectiveOptions {
   CodecOptions codec;              // type, block size, stochastic rounding and its seed, checksum
   std::string error_feedback_key;  // empty: none; else residuals are kept under this name

@@ -67,6 +67,11 @@ class OCTET_API Transport {
   virtual size_t eager_bytes() const { return 0; }
 };
 
+// What the MPI transport reports as eager_bytes(): OpenMPI's default eager limit for TCP
+// (btl_tcp_eager_limit); UCX's thresholds for TCP are of the same order. A constant, not the
+// job's setting, so that the chunk size it leads to is the same on every rank.
+constexpr size_t kMpiEagerBytes = 65536;
+
 // `size` connected in-process transports, one per rank, for ranks run as threads. Sends are
 // buffered (they complete at once); receives complete when a matching message is there.
 OCTET_API std::vector<std::shared_ptr<Transport>> make_thread_transports(int size);

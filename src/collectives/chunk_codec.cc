@@ -76,16 +76,14 @@ ChunkCodec::ChunkCodec(Comm& comm, const CollectiveOptions& o, size_t fp32_bytes
 
 size_t ChunkCodec::auto_chunk_elements(const Transport& t) const {
   constexpr size_t kDefault = (size_t{1} << 20) / sizeof(float);
-  // Room for the transport's own headers (OpenMPI's ob1 and TCP headers take about 30 bytes).
-  constexpr size_t kHeaderRoom = 256;
   const size_t eager = t.eager_bytes();
-  if (!compressed_ || eager <= kHeaderRoom) return kDefault;
+  if (!compressed_ || eager <= kChunkHeaderRoom) return kDefault;
   bool spans_hosts = false;
   for (int r = 1; r < t.size() && !spans_hosts; ++r) spans_hosts = t.host_of(r) != t.host_of(0);
   if (!spans_hosts) return kDefault;
   // The most whole blocks whose payload fits (a block with NaN or Inf adds its classes; such a
   // chunk then takes a rendezvous, and is only slower).
-  const size_t budget = eager - kHeaderRoom, block = resolved_.block;
+  const size_t budget = eager - kChunkHeaderRoom, block = resolved_.block;
   size_t blocks = std::min(kDefault / block, budget * 8 / (block * data_type_bits(codec().type)));
   while (blocks > 1 && encoded_size(blocks * block, codec()) > budget) --blocks;
   return std::max<size_t>(blocks, 1) * block;

@@ -61,7 +61,8 @@ double decode_time(double fp32_bytes, const CodecCost& codec);
 
 // Ring algorithms (binomial tree for bcast); fp32_bytes is the whole tensor (allgather: the
 // gathered result). With codec == nullptr: fp32; otherwise every chunk travels compressed and
-// the codec time on the critical path is added.
+// the codec runs beside the transfers: the longer of the two, plus one chunk's codec time (a
+// step of one chunk: the sum).
 enum class Collective { kAllreduce, kReduceScatter, kAllgather, kBcast };
 Collective parse_collective(const std::string& name);  // "allreduce", "iallreduce", ...
 double collective_time(Collective op, double fp32_bytes, int ranks, const Link& link,

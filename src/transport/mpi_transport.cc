@@ -109,10 +109,7 @@ class MpiTransport : public Transport {
   int size() const override { return size_; }
   int max_tag() const override { return max_tag_; }
   int host_of(int rank) const override { return hosts_[static_cast<size_t>(rank)]; }
-  // OpenMPI's default for its TCP transport (btl_tcp_eager_limit); UCX's thresholds for TCP are
-  // of the same order. A constant, not the job's setting: the chunk size it leads to must be
-  // the same on every rank.
-  size_t eager_bytes() const override { return 65536; }
+  size_t eager_bytes() const override { return kMpiEagerBytes; }
 
   TransportRequestPtr isend(const void* data, size_t bytes, int peer, int tag,
                             std::shared_ptr<const void> keep_alive) override {

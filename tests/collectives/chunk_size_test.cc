@@ -18,8 +18,8 @@ namespace {
 using test::CountingTransport;
 using test::expect_ok;
 
-constexpr size_t kEager = 65536;
-constexpr size_t kHeaderRoom = 256;  // what chunk_codec.cc leaves for the transport's headers
+constexpr size_t kEager = kMpiEagerBytes;
+constexpr size_t kHeaderRoom = kChunkHeaderRoom;
 
 // The largest message any rank sent in a compressed allreduce of n elements per rank (rank r on
 // host hosts[r]; every transport reporting `eager` as its eager limit).
