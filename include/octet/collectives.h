@@ -87,8 +87,9 @@ struct CollectiveOptions {
   bool average = false;
   // Pipeline chunk: fp32 bytes per message, rounded to whole blocks. 0: automatic, 1 MiB, except
   // that compressed chunks of a group spanning hosts fit one eager message of the transport
-  // (Transport::eager_bytes(); over MPI 64 KiB, so 248 KiB of fp32 for 8-bit types): a larger
-  // message waits a round trip for the receiver (docs/algorithms.md, "Pipeline").
+  // (Transport::eager_bytes(): over OpenMPI's ob1 64 KiB, 248 KiB of fp32 for 8-bit types; over
+  // other layers 16 KiB): a larger message waits a round trip for the receiver
+  // (docs/algorithms.md, "Pipeline").
   size_t chunk_bytes = 0;
   int window = 4;   // chunks in flight
   int threads = 1;  // codec threads per encode/decode (1: calling thread)

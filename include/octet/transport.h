@@ -67,10 +67,12 @@ class OCTET_API Transport {
   virtual size_t eager_bytes() const { return 0; }
 };
 
-// What the MPI transport reports as eager_bytes(): OpenMPI's default eager limit for TCP
-// (btl_tcp_eager_limit); UCX's thresholds for TCP are of the same order. A constant, not the
-// job's setting, so that the chunk size it leads to is the same on every rank.
+// What the MPI transport reports as eager_bytes(): OpenMPI's default eager limit of its ob1
+// layer over TCP (btl_tcp_eager_limit) where ob1 carries the job, else a smaller size that UCX
+// over TCP also sends eagerly (measured: 16 KB messages eager, 24 KB and more by rendezvous).
+// Constants, not the job's settings, so that every rank cuts the same chunks.
 constexpr size_t kMpiEagerBytes = 65536;
+constexpr size_t kMpiSmallEagerBytes = 16384;
 
 // `size` connected in-process transports, one per rank, for ranks run as threads. Sends are
 // buffered (they complete at once); receives complete when a matching message is there.

@@ -104,8 +104,8 @@ double collective_time(Collective op, double fp32_bytes, int ranks, const Link& 
   const double codec_s = collective_codec_time(op, fp32_bytes, ranks, *codec);
   // Octet encodes chunk k+1 while chunk k travels and decodes chunks as they arrive, so the codec
   // hides under the transfers (or they under it) but for one chunk's share: the first encode and
-  // the last decode. The chunk is the automatic one between hosts, one eager message
-  // (octet/collectives.h); a step of one chunk overlaps nothing.
+  // the last decode. The chunk is the automatic one between hosts, one eager message of
+  // OpenMPI's ob1 (octet/collectives.h); a step of one chunk overlaps nothing.
   const double chunks = std::ceil(step_bytes / double(kMpiEagerBytes - kChunkHeaderRoom));
   if (chunks <= 1) return link_s + codec_s;
   return std::max(link_s, codec_s) + codec_s / chunks;

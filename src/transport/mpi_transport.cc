@@ -1,6 +1,7 @@
 // MPI transport over a duplicated communicator. Only PMPI_ entry points: a PMPI shim that
 // intercepts MPI_* must neither recurse into itself nor count Octet's own traffic.
 #include <climits>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,30 @@ bool mpi_finalized() {
     throw Error(ErrorCode::kMismatch,
                 where + "message larger than expected (ranks disagree on the operation): " + text);
   throw Error(ErrorCode::kTransport, where + text);
+}
+
+// Whether OpenMPI's ob1 layer carries this job's messages: it registers its performance
+// variables (MPI_T) only when selected, and the selection is the same on every rank. Any other
+// MPI or layer (UCX) answers false.
+bool ob1_selected() {
+  int provided = 0;
+  if (PMPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return false;
+  int count = 0;
+  bool found = false;
+  if (PMPI_T_pvar_get_num(&count) == MPI_SUCCESS)
+    for (int i = 0; i < count && !found; ++i) {
+      char name[256], desc[256];
+      int name_len = sizeof name, desc_len = sizeof desc, verbosity, var_class, bind, readonly,
+          continuous, atomic;
+      MPI_Datatype type;
+      MPI_T_enum enumtype;
+      found =
+          PMPI_T_pvar_get_info(i, name, &name_len, &verbosity, &var_class, &type, &enumtype, desc,
+                               &desc_len, &bind, &readonly, &continuous, &atomic) == MPI_SUCCESS &&
+          std::strncmp(name, "pml_ob1_", 8) == 0;
+    }
+  PMPI_T_finalize();
+  return found;
 }
 
 class MpiRequest : public TransportRequest {
@@ -101,6 +126,7 @@ class MpiTransport : public Transport {
     max_tag_ = flag ? *static_cast<int*>(value) : 32767;
     native_ = make_mpi_native(comm_);
     hosts_ = mpi_host_ids(comm_);
+    eager_bytes_ = ob1_selected() ? kMpiEagerBytes : kMpiSmallEagerBytes;
   }
   ~MpiTransport() override {
     if (!mpi_finalized()) PMPI_Comm_free(&comm_);
@@ -109,7 +135,7 @@ class MpiTransport : public Transport {
   int size() const override { return size_; }
   int max_tag() const override { return max_tag_; }
   int host_of(int rank) const override { return hosts_[static_cast<size_t>(rank)]; }
-  size_t eager_bytes() const override { return kMpiEagerBytes; }
+  size_t eager_bytes() const override { return eager_bytes_; }
 
   TransportRequestPtr isend(const void* data, size_t bytes, int peer, int tag,
                             std::shared_ptr<const void> keep_alive) override {
@@ -140,6 +166,7 @@ class MpiTransport : public Transport {
   int rank_ = 0, size_ = 1, max_tag_ = 32767;
   std::unique_ptr<NativeCollectives> native_;
   std::vector<int> hosts_;  // host_of, computed once (collective) at construction
+  size_t eager_bytes_ = kMpiSmallEagerBytes;
 };
 
 }  // namespace

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "counting_transport.h"
@@ -40,6 +42,15 @@ class Mpi : public ::testing::Test {
  protected:
   Comm comm{make_mpi_transport(MPI_COMM_WORLD)};
 };
+
+// The eager limit the transport reports follows the message layer (octet/transport.h): OpenMPI's
+// ob1 64 KiB, anything else (UCX) 16 KiB. CTest names the layer in OCTET_TEST_PML.
+TEST_F(Mpi, EagerBytesFollowTheMessageLayer) {
+  const char* pml = std::getenv("OCTET_TEST_PML");
+  if (pml == nullptr) GTEST_SKIP() << "OCTET_TEST_PML is not set";
+  EXPECT_EQ(comm.transport().eager_bytes(),
+            std::string(pml) == "ob1" ? kMpiEagerBytes : kMpiSmallEagerBytes);
+}
 
 TEST_F(Mpi, AllreduceWithinBoundAndBitIdentical) {
   const int p = comm.size();
