@@ -21,6 +21,8 @@
 #   OCTET_CLUSTER_MTU     link MTU (default 1500)
 #   OCTET_CLUSTER_BTL     OpenMPI's byte transfer layers (default self,tcp; self,vader,tcp lets
 #                         ranks of one host use shared memory between them, as on a real node)
+#   OCTET_CLUSTER_PML     OpenMPI's message layer: ob1 (default, over OCTET_CLUSTER_BTL) or ucx
+#                         (UCX over TCP on each host's link)
 #   MPIRUN                mpirun binary (default mpirun)
 set -euo pipefail
 
@@ -31,6 +33,7 @@ LATENCY=${OCTET_CLUSTER_LATENCY:-100ms}
 MTU=${OCTET_CLUSTER_MTU:-1500}
 MPIRUN=${MPIRUN:-mpirun}
 BTL=${OCTET_CLUSTER_BTL:-self,tcp}
+PML=${OCTET_CLUSTER_PML:-ob1}
 STATE=/run/octet-cluster/$NAME
 BRIDGE_NS=$NAME-br
 
@@ -46,6 +49,7 @@ usage() {
 # The name goes into namespace names, a regex and a path: keep it to plain characters.
 [[ $NAME =~ ^[A-Za-z0-9_]{1,32}$ ]] || die "OCTET_CLUSTER_NAME must be 1-32 of [A-Za-z0-9_]"
 [[ $BTL =~ ^[a-z0-9_,^]{1,64}$ ]] || die "OCTET_CLUSTER_BTL must be a comma list of BTL names, e.g. self,vader,tcp"
+[[ $PML == ob1 || $PML == ucx ]] || die "OCTET_CLUSTER_PML must be ob1 or ucx, got '$PML'"
 
 host_ns() { echo "$NAME-h$1"; }
 host_addr() { echo "$SUBNET.$1"; }
@@ -168,8 +172,15 @@ cmd_run() {
   [[ ${1:-} == -- ]] && shift
   require_up
   command -v "$MPIRUN" >/dev/null || die "'$MPIRUN' not found (apt-get install openmpi-bin)"
-  local n
+  local n layer
   n=$(cut -d' ' -f1 "$STATE/size")
+  # UCX's OpenMPI layer takes TCP only when told to (its default list holds RDMA devices alone).
+  if [[ $PML == ucx ]]; then
+    layer=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
+      -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=eth0)
+  else
+    layer=(--mca pml ob1 --mca btl "$BTL")
+  fi
   # No tree spawn: mpirun itself starts every daemon through the agent.
   exec ip netns exec "$(host_ns 1)" unshare --uts /bin/sh -c 'hostname "$0" && exec "$@"' \
     "$(host_ns 1)" env OMPI_ALLOW_RUN_AS_ROOT=1 \
@@ -177,7 +188,7 @@ cmd_run() {
     --hostfile "$STATE/hostfile" \
     --mca plm_rsh_agent "$STATE/rsh" --mca plm_rsh_no_tree_spawn 1 \
     --mca oob_tcp_if_include "$SUBNET.0/24" --mca btl_tcp_if_include "$SUBNET.0/24" \
-    --mca pml ob1 --mca btl "$BTL" --mca mpi_yield_when_idle 1 \
+    "${layer[@]}" --mca mpi_yield_when_idle 1 \
     "$@"
 }
 

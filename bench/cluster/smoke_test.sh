@@ -56,6 +56,19 @@ rows=$(grep -cE '^ +[0-9]+ ' <<<"$out")
 # Two ranks on different hosts: the result must have crossed the emulated link exactly.
 grep -q '^# allreduce_plain: 2 ranks' <<<"$out" || fail "did not run on 2 ranks"
 
+# The same over UCX (OCTET_CLUSTER_PML=ucx), where OpenMPI has its UCX layer.
+if ompi_info 2>/dev/null | grep -q 'MCA pml: ucx'; then
+  out=$(OCTET_CLUSTER_PML=ucx timeout 90 "$emulate" run -- -np 2 "$plain" -b 4K -e 256K -f 8 -n 3 \
+    -w 1 2>&1)
+  rc=$?
+  echo "$out"
+  [[ $rc -eq 0 ]] || fail "allreduce_plain over UCX across the emulated cluster exited $rc"
+  rows=$(grep -cE '^ +[0-9]+ ' <<<"$out")
+  [[ $rows -eq 3 ]] || fail "UCX: expected 3 result rows, got $rows"
+else
+  echo "no UCX layer in this OpenMPI: the UCX run is skipped"
+fi
+
 "$emulate" down || fail "emulate.sh down failed"
 left=$(ip netns list | grep -c "^$OCTET_CLUSTER_NAME-") || true
 [[ $left -eq 0 ]] || fail "$left namespaces left after down"
