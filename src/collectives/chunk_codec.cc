@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "collectives/hierarchical.h"
 #include "octet/detail/hash.h"
 
 namespace octet {
@@ -77,10 +78,7 @@ ChunkCodec::ChunkCodec(Comm& comm, const CollectiveOptions& o, size_t fp32_bytes
 size_t ChunkCodec::auto_chunk_elements(const Transport& t) const {
   constexpr size_t kDefault = (size_t{1} << 20) / sizeof(float);
   const size_t eager = t.eager_bytes();
-  if (!compressed_ || eager <= kChunkHeaderRoom) return kDefault;
-  bool spans_hosts = false;
-  for (int r = 1; r < t.size() && !spans_hosts; ++r) spans_hosts = t.host_of(r) != t.host_of(0);
-  if (!spans_hosts) return kDefault;
+  if (!compressed_ || eager <= kChunkHeaderRoom || HostLayout::of(t).hosts < 2) return kDefault;
   // The most whole blocks whose payload fits (a block with NaN or Inf adds its classes; such a
   // chunk then takes a rendezvous, and is only slower).
   const size_t budget = eager - kChunkHeaderRoom, block = resolved_.block;
