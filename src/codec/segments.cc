@@ -1,11 +1,10 @@
 #include "codec/segments.h"
 
-#include <atomic>
 #include <climits>
 #include <cmath>
-#include <mutex>
 #include <vector>
 
+#include "codec/plan_cache.h"
 #include "codec/tables.h"
 
 namespace octet {
@@ -219,30 +218,6 @@ StochasticPlan build_stochastic_plan(const detail::QuantTable& t) {
     return p;
   }
   return StochasticPlan{};
-}
-
-// Plans keyed by table address: the kernels only see quant_table()'s tables, never freed.
-template <typename Plan, Plan (*kBuild)(const detail::QuantTable&)>
-const Plan& cached_plan(const detail::QuantTable& t) {
-  struct Entry {
-    std::atomic<const detail::QuantTable*> table{nullptr};
-    Plan plan{};
-  };
-  static Entry entries[64];
-  static std::atomic<int> count{0};
-  static std::mutex mutex;
-  static const Plan unusable{};
-  for (int i = 0, n = count.load(std::memory_order_acquire); i < n; ++i)
-    if (entries[i].table.load(std::memory_order_relaxed) == &t) return entries[i].plan;
-  std::lock_guard<std::mutex> lock(mutex);
-  const int n = count.load(std::memory_order_relaxed);
-  for (int i = 0; i < n; ++i)
-    if (entries[i].table.load(std::memory_order_relaxed) == &t) return entries[i].plan;
-  if (n == 64) return unusable;
-  entries[n].plan = kBuild(t);
-  entries[n].table.store(&t, std::memory_order_relaxed);
-  count.store(n + 1, std::memory_order_release);
-  return entries[n].plan;
 }
 
 }  // namespace

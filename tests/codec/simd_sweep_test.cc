@@ -1,11 +1,14 @@
 // The SIMD block kernels against the scalar reference, element by element, over float bit patterns
 // rather than over realistic data: the SIMD encoders compute levels arithmetically and fall back to
-// the exact lookup near decision points, so the interesting inputs are the floats right at and
-// around every threshold and magnitude, and every float in between.
+// the exact lookup near decision points (AVX-512), or look levels up in a re-encoded bucket table
+// (AVX2, bucket_keys.h), so the interesting inputs are the floats right at and around every
+// threshold and magnitude, and every float in between.
 //
 // * On the best target this CPU runs, every float bit pattern from 2^-26 to 2 of both signs
-//   (about 4.5 * 10^8 patterns) goes through the round-to-nearest encoder of the dynamic tree,
-//   which has an arithmetic path: an exhaustive check of the range where its levels are.
+//   (about 4.5 * 10^8 patterns) goes through the round-to-nearest encoder of the dynamic tree: an
+//   exhaustive check of the range where its levels are.
+// * On any CPU: the re-encoded bucket table against quant_math.h's lookup, for every type, at every
+//   bucket's edges and threshold.
 // * The same range through the stochastic encoder of the dynamic tree (one uniform per float).
 // * On every target: dense sweeps (+-64 ulps) around every threshold, magnitude and power of two,
 //   a strided sweep over all finite floats and the special values, for every type, for
@@ -25,6 +28,7 @@
 #include <vector>
 
 #include "codec/block_kernels.h"
+#include "codec/bucket_keys.h"
 #include "codec/segments.h"
 #include "codec/tables.h"
 
@@ -204,6 +208,31 @@ TEST(SimdSweep, DynamicTreeHasAStochasticPlan) {
                 std::to_string(int(std::log2(p.margin))) + ") ";
   }
   std::printf("types with a stochastic plan: %s\n", usable.c_str());
+}
+
+// The AVX2 encoder's table (bucket_keys.h) decides like the bucket table it is made from, on any
+// CPU: for every type, the first and last floats of every bucket, its threshold and the floats
+// next to it, and every decision point of the sweeps.
+TEST(SimdSweep, BucketKeysGiveTheLevelsOfTheBucketLookup) {
+  for (const detail::QuantTable* t : all_tables()) {
+    const codec::BucketKeys& keys = codec::bucket_keys(*t);
+    ASSERT_EQ(keys.key.size(), t->lut_size);
+    std::vector<uint32_t> probes;
+    const uint32_t first = t->lo_bits >> t->shift, width = 1u << t->shift;
+    for (uint32_t b = 0; b < t->lut_size; ++b) {
+      const uint32_t start = (first + b) << t->shift;
+      const uint32_t offset = t->lut[b] & ((1u << detail::kThresholdBits) - 1u);
+      for (uint32_t o : {0u, 1u, offset - 1u, offset, offset + 1u, width - 2u, width - 1u})
+        if (o < width) probes.push_back(start + o);
+    }
+    for (uint32_t p : decision_points(*t))
+      for (int d = -2; d <= 2; ++d) probes.push_back(p + static_cast<uint32_t>(d));
+    for (uint32_t a : probes) {
+      if (a < t->lo_bits || a > detail::kOneBits) continue;
+      ASSERT_EQ(codec::bucket_key_level(keys, *t, a), detail::nearest_level(*t, a))
+          << "bits " << std::hex << a << ", bits " << std::dec << t->bits << ", top " << t->top;
+    }
+  }
 }
 
 TEST(SimdSweep, NearestEqualsScalarAroundEveryDecisionPoint) {
