@@ -750,6 +750,11 @@ size_t DecodeVectors(const uint32_t* bits, const uint8_t* codes, size_t n, float
     }
     return i;
   }
+  for (; i + 16 <= n; i += 16) {
+    const __m256i v0 = LookUp8(bits, codes + i), v1 = LookUp8(bits, codes + i + 8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), v0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i + 8), v1);
+  }
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), LookUp8(bits, codes + i));
   return i;
