@@ -42,6 +42,10 @@ size_t encode_host(const ResolvedOptions& options, const float* in, size_t count
 void decode_host(const uint8_t* payload, size_t length, float* out, size_t count, DecodeMode mode,
                  int threads);
 
+// Output size (bytes) from which decode_host's overwriting decodes write around the caches
+// (BlockKernels::decode_stream).
+uint64_t streaming_decode_bytes();
+
 // Forces the scalar reference path instead of SIMD (tests and benchmarks compare the two);
 // returns the previous setting.
 bool set_force_scalar(bool force);

@@ -28,6 +28,13 @@ struct BlockKernels {
   // codes: one per byte. accumulate: out += decoded.
   void (*decode)(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
                  float* out, bool accumulate);
+  // decode's overwrite, for outputs far larger than the caches: the same values, written with
+  // non-temporal stores where the target has them (no read of each output line before it is
+  // written, no eviction of what the caches hold). Those stores may stay in write-combining
+  // buffers until fence().
+  void (*decode_stream)(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
+                        float* out);
+  void (*fence)();
 };
 
 const BlockKernels& scalar_kernels();

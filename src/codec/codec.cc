@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include "codec/backend.h"
@@ -175,6 +176,7 @@ void decode_blocks(const detail::QuantTable& t, const uint8_t* p, const PayloadI
                    const Layout& l, float* out, DecodeMode mode, uint64_t b0, uint64_t b1) {
   const BlockKernels& k = kernels();
   const int bits = static_cast<int>(t.bits);
+  const bool stream = mode == DecodeMode::kOverwrite && 4 * info.count >= streaming_decode_bytes();
   std::vector<uint8_t> nibbles(bits == 4 ? info.block_size : 0);
   for (uint64_t b = b0; b < b1; ++b) {
     const uint64_t first = b * info.block_size;
@@ -184,15 +186,48 @@ void decode_blocks(const detail::QuantTable& t, const uint8_t* p, const PayloadI
       unpack_nibbles(codes, n, nibbles.data());
       codes = nibbles.data();
     }
-    k.decode(t, codes, n, load_f32(p + l.scales + 4 * b), out + first,
-             mode == DecodeMode::kAccumulate);
+    const float scale = load_f32(p + l.scales + 4 * b);
+    if (stream)
+      k.decode_stream(t, codes, n, scale, out + first);
+    else
+      k.decode(t, codes, n, scale, out + first, mode == DecodeMode::kAccumulate);
   }
+  if (stream) k.fence();  // before this thread's range is handed back (and apply_special)
 }
 
 }  // namespace
 }  // namespace codec
 
 namespace codec {
+
+// The size of the last-level cache that cpu0 shares, from sysfs ("32768K"), or 0. (The C library's
+// sysconf figure can be a whole socket's, several times what one core's group of cores shares.)
+uint64_t shared_cache_bytes() {
+  for (int index = 3; index >= 2; --index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+    std::ifstream level(dir + "/level"), size(dir + "/size");
+    int l = 0;
+    uint64_t value = 0;
+    std::string unit;
+    if (!(level >> l) || l != index || !(size >> value)) continue;
+    size >> unit;
+    return unit == "K" ? value << 10 : unit == "M" ? value << 20 : value;
+  }
+  return 0;
+}
+
+// From this output size an overwriting decode writes around the caches (decode_stream): the
+// last-level cache cpu0 shares (32 MiB where it is not known), at least 8 MiB. Below it the output
+// may still be in cache when the caller reads it; above it, it cannot be, and reading each output
+// line before writing it only costs memory bandwidth (docs/performance.md, "Decode of outputs
+// larger than the caches").
+uint64_t streaming_decode_bytes() {
+  static const uint64_t bytes = [] {
+    const uint64_t known = shared_cache_bytes();
+    return std::max<uint64_t>(known > 0 ? known : uint64_t{32} << 20, uint64_t{8} << 20);
+  }();
+  return bytes;
+}
 
 size_t encode_host(const ResolvedOptions& r, const float* in, size_t count, uint8_t* out,
                    size_t out_capacity) {

@@ -57,10 +57,18 @@ void scalar_encode_stochastic(const detail::QuantTable& t, const float* x, size_
   }
 }
 
+void scalar_decode_stream(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
+                          float* out) {
+  scalar_decode(t, codes, n, scale, out, false);
+}
+
+void no_fence() {}
+
 }  // namespace
 
 const BlockKernels& scalar_kernels() {
-  static const BlockKernels k{scalar_stats, scalar_encode, scalar_encode_stochastic, scalar_decode};
+  static const BlockKernels k{scalar_stats,  scalar_encode,        scalar_encode_stochastic,
+                              scalar_decode, scalar_decode_stream, no_fence};
   return k;
 }
 

@@ -38,6 +38,11 @@ void Decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, float s
             bool accumulate) {
   scalar_kernels().decode(t, codes, n, scale, out, accumulate);
 }
+void DecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
+                  float* out) {
+  scalar_kernels().decode(t, codes, n, scale, out, false);
+}
+void Fence() {}
 #else
 using DF = hn::ScalableTag<float>;
 using DI = hn::RebindToSigned<DF>;
@@ -809,6 +814,41 @@ void Decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, float s
   DecodeByLoads(t, codes, n, scale, out, accumulate);
 }
 
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET != HWY_AVX3_DL
+// Decode's table lookups with non-temporal stores only: 32 bytes at a time from the first 32-byte
+// aligned element on, 4 bytes at a time (movnti) before it and after the last full vector. A line
+// written partly by ordinary stores and partly by non-temporal ones costs far more than either:
+// blocks end and begin inside lines. An output not aligned to 4 bytes is written as Decode writes
+// it, all of it (decode_blocks then gets no non-temporal store at all).
+void DecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
+                  float* out) {
+  if ((reinterpret_cast<uintptr_t>(out) & 3) != 0) return Decode(t, codes, n, scale, out, false);
+  alignas(64) uint32_t bits[256];
+  ScaledValues(t, scale, bits);
+  int* words = reinterpret_cast<int*>(out);
+  size_t i = 0;
+  for (; i < n && (reinterpret_cast<uintptr_t>(out + i) & 31) != 0; ++i)
+    _mm_stream_si32(words + i, static_cast<int>(bits[codes[i]]));
+  for (; i + 16 <= n; i += 16) {
+    const __m256i v0 = LookUp8(bits, codes + i), v1 = LookUp8(bits, codes + i + 8);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(out + i), v0);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(out + i + 8), v1);
+  }
+  for (; i < n; ++i) _mm_stream_si32(words + i, static_cast<int>(bits[codes[i]]));
+}
+#else
+void DecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
+                  float* out) {
+  Decode(t, codes, n, scale, out, false);
+}
+#endif
+
+void Fence() {
+#if HWY_ARCH_X86
+  _mm_sfence();
+#endif
+}
+
 #endif  // HWY_TARGET == HWY_SCALAR
 
 const char* TargetName() {
@@ -828,6 +868,8 @@ HWY_EXPORT(Stats);
 HWY_EXPORT(EncodeNearest);
 HWY_EXPORT(EncodeStochastic);
 HWY_EXPORT(Decode);
+HWY_EXPORT(DecodeStream);
+HWY_EXPORT(Fence);
 HWY_EXPORT(TargetName);
 
 namespace {
@@ -847,10 +889,18 @@ void DispatchDecode(const detail::QuantTable& t, const uint8_t* codes, size_t n,
                     float* out, bool accumulate) {
   HWY_DYNAMIC_DISPATCH(Decode)(t, codes, n, scale, out, accumulate);
 }
+void DispatchDecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
+                          float* out) {
+  HWY_DYNAMIC_DISPATCH(DecodeStream)(t, codes, n, scale, out);
+}
+void DispatchFence() {
+  HWY_DYNAMIC_DISPATCH(Fence)();
+}
 }  // namespace
 
 const BlockKernels& simd_kernels() {
-  static const BlockKernels k{DispatchStats, DispatchEncode, DispatchStochastic, DispatchDecode};
+  static const BlockKernels k{DispatchStats,  DispatchEncode,       DispatchStochastic,
+                              DispatchDecode, DispatchDecodeStream, DispatchFence};
   return k;
 }
 

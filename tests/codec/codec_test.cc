@@ -253,6 +253,35 @@ TEST(Codec, ThreadsDoNotChangeTheBytes) {
   EXPECT_EQ(0, std::memcmp(ya.data(), yb.data(), 4 * x.size()));
 }
 
+// A decode whose output is larger than the last-level cache writes it with non-temporal stores:
+// the same floats as the scalar reference, at a 4-byte-aligned but not 32-byte-aligned address as
+// well, on one thread and on several, with the non-finite values restored after those stores.
+TEST(Codec, DecodesLargerThanTheCachesGiveTheSameFloats) {
+  const uint64_t threshold = octet::codec::streaming_decode_bytes();
+  if (threshold > (uint64_t{64} << 20)) GTEST_SKIP() << "last-level cache above 64 MiB";
+  const size_t n = static_cast<size_t>(threshold / 4) + 3 * 2048 + 5;
+  std::vector<float> x = normal_data(n, 21);
+  x[7] = std::numeric_limits<float>::quiet_NaN();
+  x[n - 2] = -std::numeric_limits<float>::infinity();
+  const std::vector<uint8_t> p = encode(x, CodecOptions{});
+  std::vector<float> expect(n);
+  octet::codec::set_force_scalar(true);
+  decode(p.data(), p.size(), expect.data(), n, DecodeMode::kOverwrite, 1);
+  octet::codec::set_force_scalar(false);
+  std::vector<float> y(n + 8);
+  for (int threads : {1, 2}) {
+    for (size_t shift : {0, 1}) {
+      std::fill(y.begin(), y.end(), 0.25f);
+      decode(p.data(), p.size(), y.data() + shift, n, DecodeMode::kOverwrite, threads);
+      ASSERT_EQ(0, std::memcmp(y.data() + shift, expect.data(), 4 * n))
+          << threads << " threads, shift " << shift;
+      ASSERT_EQ(y[shift + n], 0.25f);
+    }
+  }
+  EXPECT_TRUE(std::isnan(expect[7]));
+  EXPECT_EQ(expect[n - 2], -std::numeric_limits<float>::infinity());
+}
+
 // Payloads and decodes for a tensor of a few million elements, with NaN/Inf in several ranges,
 // whatever the thread count (1: calling thread only; 0: auto; 7 > cores: more ranges than workers).
 TEST(Codec, EveryThreadCountGivesTheSameBytesAndFloats) {

@@ -282,6 +282,37 @@ TEST(SimdSweep, DecodeEqualsScalarForEveryCode) {
 }
 
 // Every float from 2^-26 to 2 (both signs), in chunks, on the dispatched (best) target.
+// decode_stream (non-temporal stores from the first 32-byte aligned element on) writes what the
+// scalar decode writes, at every alignment of the output, including ones that are not a float's.
+TEST(SimdSweep, DecodeStreamEqualsScalarAtEveryAlignment) {
+  on_every_target([] {
+    for (const detail::QuantTable* t : all_tables()) {
+      std::vector<uint8_t> codes;
+      for (int rep = 0; rep < 3; ++rep)
+        for (uint32_t c = 0; c < (1u << t->bits); ++c) codes.push_back(static_cast<uint8_t>(c));
+      for (uint32_t c = 0; c < 37; ++c)
+        codes.push_back(static_cast<uint8_t>((37 * c) & ((1u << t->bits) - 1)));
+      const size_t n = codes.size();
+      std::vector<uint8_t> buffer(4 * n + 128, 0xAB), expect(4 * n);
+      codec::scalar_kernels().decode(*t, codes.data(), n, -3.7e-3f,
+                                     reinterpret_cast<float*>(expect.data()), false);
+      const size_t base = (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) % 64;
+      for (size_t offset : {0, 4, 8, 12, 16, 20, 24, 28, 1, 2, 3, 33}) {
+        std::fill(buffer.begin(), buffer.end(), uint8_t{0xAB});
+        float* out = reinterpret_cast<float*>(buffer.data() + base + offset);
+        codec::simd_kernels().decode_stream(*t, codes.data(), n, -3.7e-3f, out);
+        codec::simd_kernels().fence();
+        ASSERT_EQ(0, std::memcmp(buffer.data() + base + offset, expect.data(), 4 * n))
+            << "offset " << offset << ", target " << codec::simd_target_name();
+        if (offset > 0) {
+          ASSERT_EQ(buffer[base + offset - 1], 0xAB) << "wrote before the start";
+        }
+        ASSERT_EQ(buffer[base + offset + 4 * n], 0xAB) << "wrote past the end";
+      }
+    }
+  });
+}
+
 TEST(SimdSweep, NearestEqualsScalarForEveryFloatUpToTwo) {
   constexpr uint32_t kFirst = 101u << 23, kEnd = 128u << 23, kChunk = 1u << 20;
   std::vector<float> x(2 * kChunk);
