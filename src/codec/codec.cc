@@ -200,6 +200,7 @@ void decode_blocks(const detail::QuantTable& t, const uint8_t* p, const PayloadI
 
 namespace codec {
 
+namespace {
 // The size of the last-level cache that cpu0 shares, from sysfs ("32768K"), or 0. (The C library's
 // sysconf figure can be a whole socket's, several times what one core's group of cores shares.)
 uint64_t shared_cache_bytes() {
@@ -215,6 +216,7 @@ uint64_t shared_cache_bytes() {
   }
   return 0;
 }
+}  // namespace
 
 // From this output size an overwriting decode writes around the caches (decode_stream): the
 // last-level cache cpu0 shares (32 MiB where it is not known), at least 8 MiB. Below it the output

@@ -743,8 +743,26 @@ HWY_INLINE __m256i LookUp8(const uint32_t* bits, const uint8_t* codes) {
                    bits[(c >> 48) & 0xff], bits[c >> 56]);
 }
 
-// 8 elements a step: one 32-byte store, or (accumulate) out + value, the scalar loop's add, lane
-// by lane. Returns the elements done.
+// 16 elements a step, two 32-byte stores, ordinary or (kStream, out 32-byte aligned)
+// non-temporal. Returns the elements done.
+template <bool kStream>
+HWY_INLINE size_t LookUp16(const uint32_t* bits, const uint8_t* codes, size_t n, float* out) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i v[2] = {LookUp8(bits, codes + i), LookUp8(bits, codes + i + 8)};
+    for (int k = 0; k < 2; ++k) {
+      __m256i* to = reinterpret_cast<__m256i*>(out + i + 8 * k);
+      if (kStream)
+        _mm256_stream_si256(to, v[k]);
+      else
+        _mm256_storeu_si256(to, v[k]);
+    }
+  }
+  return i;
+}
+
+// Whole vectors of 8: overwritten 16 at a time (LookUp16), or (accumulate) out + value, the scalar
+// loop's add, lane by lane. Returns the elements done.
 size_t DecodeVectors(const uint32_t* bits, const uint8_t* codes, size_t n, float* out,
                      bool accumulate) {
   size_t i = 0;
@@ -755,11 +773,7 @@ size_t DecodeVectors(const uint32_t* bits, const uint8_t* codes, size_t n, float
     }
     return i;
   }
-  for (; i + 16 <= n; i += 16) {
-    const __m256i v0 = LookUp8(bits, codes + i), v1 = LookUp8(bits, codes + i + 8);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), v0);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i + 8), v1);
-  }
+  i = LookUp16<false>(bits, codes, n, out);
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), LookUp8(bits, codes + i));
   return i;
@@ -829,11 +843,7 @@ void DecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, f
   size_t i = 0;
   for (; i < n && (reinterpret_cast<uintptr_t>(out + i) & 31) != 0; ++i)
     _mm_stream_si32(words + i, static_cast<int>(bits[codes[i]]));
-  for (; i + 16 <= n; i += 16) {
-    const __m256i v0 = LookUp8(bits, codes + i), v1 = LookUp8(bits, codes + i + 8);
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(out + i), v0);
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(out + i + 8), v1);
-  }
+  i += LookUp16<true>(bits, codes + i, n - i, out + i);
   for (; i < n; ++i) _mm_stream_si32(words + i, static_cast<int>(bits[codes[i]]));
 }
 #else
