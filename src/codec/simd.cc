@@ -76,6 +76,7 @@ BlockStats StatsWithNonFinite(const float* x, size_t n) {
   }
   BlockStats s{hn::GetLane(hn::MaxOfLanes(df, vmax)), hn::GetLane(hn::MinOfLanes(df, vmin)),
                !hn::AllFalse(di, hn::Ne(nonfinite, hn::Zero(di)))};
+  if (i == n) return s;
   const BlockStats tail = scalar_kernels().stats(x + i, n - i);
   s.max_value = tail.max_value > s.max_value ? tail.max_value : s.max_value;
   s.min_value = tail.min_value < s.min_value ? tail.min_value : s.min_value;
@@ -117,6 +118,7 @@ BlockStats Stats(const float* x, size_t n) {
   }
   if (!hn::AllTrue(df, hn::Eq(check, check))) return StatsWithNonFinite(x, n);
   BlockStats s{hn::GetLane(hn::MaxOfLanes(df, vmax)), hn::GetLane(hn::MinOfLanes(df, vmin)), false};
+  if (i == n) return s;  // a block of whole vectors (every default block size)
   const BlockStats tail = scalar_kernels().stats(x + i, n - i);
   s.max_value = tail.max_value > s.max_value ? tail.max_value : s.max_value;
   s.min_value = tail.min_value < s.min_value ? tail.min_value : s.min_value;
@@ -526,7 +528,7 @@ void EncodeNearest(const detail::QuantTable& t, const float* x, size_t n,
     const auto level = lookup.NearestLevel(hn::And(u, abs_mask));
     hn::StoreU(hn::DemoteTo(dc, lookup.ToCode(level, hn::Lt(u, hn::Zero(di)))), dc, codes + i);
   }
-  scalar_kernels().encode_nearest(t, x + i, n - i, s, codes + i);
+  if (i < n) scalar_kernels().encode_nearest(t, x + i, n - i, s, codes + i);
 }
 
 // quant_math.h's encode_stochastic, a vector at a time: the nearest level from level_of (segment
@@ -661,7 +663,8 @@ void EncodeStochastic(const detail::QuantTable& t, const float* x, size_t n,
     i += StochasticVectors(t, lookup, bucket_level, x + i, n - i, s, key,
                            low + static_cast<uint32_t>(i), codes + i);
   }
-  scalar_kernels().encode_stochastic(t, x + i, n - i, s, seed, first_index + i, codes + i);
+  if (i < n)
+    scalar_kernels().encode_stochastic(t, x + i, n - i, s, seed, first_index + i, codes + i);
 }
 
 #if HWY_TARGET == HWY_AVX3_DL
