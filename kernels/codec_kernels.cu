@@ -51,5 +51,13 @@ cudaError_t launch_decode(const DecodeArgs& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+cudaError_t launch_reduce(const ReduceArgs& a, cudaStream_t stream) {
+  if (a.count == 0) return cudaSuccess;
+  const uint64_t groups = (a.count + 3) / 4;
+  reduce_kernel<<<capped_grid((groups + kThreads - 1) / kThreads, 16 * a.sms), kThreads, 0,
+                  stream>>>(a);
+  return cudaGetLastError();
+}
+
 }  // namespace cuda_detail
 }  // namespace octet

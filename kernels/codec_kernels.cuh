@@ -252,11 +252,27 @@ __device__ __forceinline__ void load_codes(const uint8_t* codes, uint64_t i, uin
   }
 }
 
+// The table's header and values in shared memory, for kernels that only decode.
+__device__ const detail::QuantTable& shared_values(uint8_t* smem, const detail::QuantTable* table) {
+  copy_table(smem, table, kTablePrefix);
+  __syncthreads();
+  return *reinterpret_cast<const detail::QuantTable*>(smem);
+}
+
+// The decoded values of the m elements of the group of element i (NaN/Inf entries not applied).
+__device__ __forceinline__ void decode_group(const detail::QuantTable& t, const uint8_t* scales,
+                                             const uint8_t* codes, int bits, uint64_t i, uint32_t m,
+                                             int block_shift, float d[4]) {
+  const uint8_t* scale_at = scales + 4 * (i >> block_shift);
+  const float scale = detail::bits_float(load_u32(scale_at, alignment_of(scale_at)));
+  uint32_t c[4] = {0, 0, 0, 0};
+  load_codes(codes, i, m, bits, c);
+  for (uint32_t k = 0; k < m; ++k) d[k] = detail::decode_value(t, c[k], scale);
+}
+
 __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
   __shared__ __align__(16) uint8_t smem[kTablePrefix];
-  copy_table(smem, a.table, kTablePrefix);
-  __syncthreads();
-  const detail::QuantTable& t = *reinterpret_cast<const detail::QuantTable*>(smem);
+  const detail::QuantTable& t = shared_values(smem, a.table);
   const int align = alignment_of(a.out);
   const uint64_t groups = (a.count + 3) / 4;
   const int block_shift = __ffs(static_cast<int>(a.block)) - 1;  // block is a power of two
@@ -264,16 +280,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
        g += uint64_t{gridDim.x} * blockDim.x) {
     const uint64_t i = 4 * g;
     const uint32_t m = min_count(4, a.count - i);
-    const uint8_t* scale_at = a.scales + 4 * (i >> block_shift);
-    const float scale = detail::bits_float(load_u32(scale_at, alignment_of(scale_at)));
-    uint32_t c[4] = {0, 0, 0, 0};
-    load_codes(a.codes, i, m, a.bits, c);
-    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float d[4], v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    decode_group(t, a.scales, a.codes, a.bits, i, m, block_shift, d);
     if (a.accumulate) load_group(a.out + i, m, align, v);
-    for (uint32_t k = 0; k < m; ++k) {
-      const float d = detail::decode_value(t, c[k], scale);
-      v[k] = a.accumulate ? v[k] + d : d;
-    }
+    for (uint32_t k = 0; k < m; ++k) v[k] = a.accumulate ? v[k] + d[k] : d[k];
     store_group(a.out + i, m, align, v);
   }
 }
@@ -298,6 +308,99 @@ __global__ void __launch_bounds__(kThreads) apply_special_kernel(DecodeArgs a) {
       }
       store_group(p, 1, align, &v);
     }
+  }
+}
+
+// ---- the owner's reduction --------------------------------------------------------------------
+
+// The entry of codec block b in a contribution's special section (ascending block indices), or
+// null.
+__device__ const uint8_t* find_special(const Contribution& c, uint32_t block, uint64_t b) {
+  const uint64_t entry_bytes = 4 + block / 4;
+  uint32_t lo = 0, hi = c.specials;
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    const uint8_t* entry = c.special + mid * entry_bytes;
+    const uint32_t at = load_u32(entry, 1);
+    if (at == b) return entry;
+    if (at < b)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return nullptr;
+}
+
+// Rank r's message for the group of element i: the decoded values d[] and the special classes
+// cls[] (kClassFinite where the payload has no NaN/Inf entry for the element).
+__device__ void contribution_group(const ReduceArgs& a, const detail::QuantTable& t,
+                                   const Contribution& c, uint64_t i, uint32_t m, int block_shift,
+                                   float d[4], uint32_t cls[4]) {
+  decode_group(t, c.scales, c.codes, a.bits, i, m, block_shift, d);
+  const uint64_t b = i >> block_shift;
+  const uint8_t* entry = c.specials > 0 ? find_special(c, a.block, b) : nullptr;
+  const uint32_t within = static_cast<uint32_t>(i - (b << block_shift));
+  for (uint32_t k = 0; k < m; ++k)
+    cls[k] = entry ? detail::special_class_at(entry + 4, within + k) : detail::kClassFinite;
+}
+
+// sum_r (term_r / ranks) of element k of the group, the terms being the exact own value and the
+// overwriting decode of the others (a NaN/Inf entry replaces the decoded value): the average of
+// an element whose plain sum is not finite.
+__device__ float average_of_terms(const ReduceArgs& a, const detail::QuantTable& t, uint64_t i,
+                                  uint32_t m, int block_shift, const float own[4], uint32_t k) {
+  const float ranks = static_cast<float>(a.ranks);
+  float avg = -0.0f;
+  for (int r = 0; r < a.ranks; ++r) {
+    float term = own[k];
+    if (r != a.me) {
+      float d[4];
+      uint32_t cls[4];
+      contribution_group(a, t, a.from[r], i, m, block_shift, d, cls);
+      term = cls[k] == detail::kClassFinite
+                 ? d[k]
+                 : detail::bits_float(detail::special_value_bits(cls[k]));
+    }
+    avg += term / ranks;
+  }
+  return avg;
+}
+
+__global__ void __launch_bounds__(kThreads) reduce_kernel(ReduceArgs a) {
+  __shared__ __align__(16) uint8_t smem[kTablePrefix];
+  const detail::QuantTable& t = shared_values(smem, a.table);
+  const int own_align = alignment_of(a.own), out_align = alignment_of(a.out);
+  const uint64_t groups = (a.count + 3) / 4;
+  const int block_shift = __ffs(static_cast<int>(a.block)) - 1;  // block is a power of two
+  for (uint64_t g = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; g < groups;
+       g += uint64_t{gridDim.x} * blockDim.x) {
+    const uint64_t i = 4 * g;
+    const uint32_t m = min_count(4, a.count - i);
+    float own[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    load_group(a.own + i, m, own_align, own);
+    float sum[4] = {-0.0f, -0.0f, -0.0f, -0.0f};  // IEEE's additive identity, as on the CPU
+    for (int r = 0; r < a.ranks; ++r) {
+      if (r == a.me) {
+        for (uint32_t k = 0; k < m; ++k) sum[k] += own[k];
+        continue;
+      }
+      float d[4];
+      uint32_t cls[4];
+      contribution_group(a, t, a.from[r], i, m, block_shift, d, cls);
+      for (uint32_t k = 0; k < m; ++k) {
+        sum[k] += d[k];
+        if (cls[k] != detail::kClassFinite)
+          sum[k] += detail::bits_float(detail::special_value_bits(cls[k]));
+      }
+    }
+    if (a.average && a.ranks > 1) {
+      const float ranks = static_cast<float>(a.ranks);
+      for (uint32_t k = 0; k < m; ++k)
+        sum[k] = detail::is_finite_bits(detail::float_bits(sum[k]))
+                     ? sum[k] / ranks
+                     : average_of_terms(a, t, i, m, block_shift, own, k);
+    }
+    store_group(a.out + i, m, out_align, sum);
   }
 }
 

@@ -64,11 +64,40 @@ struct DecodeArgs {
   bool accumulate;
   int sms;
 };
+// Where one rank's message for the chunk being reduced keeps its scales, codes and special
+// section (device memory, any alignment): the parts of a payload the reduction reads.
+struct Contribution {
+  const uint8_t* scales;
+  const uint8_t* codes;
+  const uint8_t* special;  // may be null when specials == 0
+  uint32_t specials;
+};
+
+// The owner's reduction of one chunk, src/collectives/reduce_chunk.h's rule element by element:
+// from -0, in rank order, + own[i] for r == me, else + rank r's decoded value (then + its NaN/Inf
+// entry, as an accumulating decode adds it); with `average` (and ranks > 1), the sum / ranks, or,
+// where the sum is not finite, sum_r (term_r / ranks) over the same terms. The result is fp32 in
+// out: the allreduce re-encodes it with the encode kernel.
+struct ReduceArgs {
+  const Contribution* from;  // `ranks` entries (device memory); from[me] is not read
+  const float* own;          // this rank's exact values
+  int me;
+  int ranks;
+  bool average;
+  uint64_t count;
+  uint32_t block;
+  int bits;
+  const detail::QuantTable* table;  // device copy: every contribution has this type
+  float* out;
+  int sms;
+};
+
 #ifndef OCTET_KERNEL_EMULATION
 cudaError_t launch_encode(const EncodeArgs& a, cudaStream_t stream);
 cudaError_t launch_write_special(const SpecialArgs& a, cudaStream_t stream);
 // Decodes every element, then applies the special section (same order as the CPU).
 cudaError_t launch_decode(const DecodeArgs& a, cudaStream_t stream);
+cudaError_t launch_reduce(const ReduceArgs& a, cudaStream_t stream);
 #endif
 
 }  // namespace cuda_detail

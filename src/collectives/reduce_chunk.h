@@ -9,8 +9,12 @@
 //    sum_r (x_r / P) from the same contributions: the average of finite values is finite, while
 //    non-finite contributions give what they give in fp32 (+Inf stays +Inf, +Inf - Inf is NaN).
 //    Only chunks with such an element pay for it (one more decode of each contribution).
+//
+// The rule is reduce_contributions, over any decoder, so that the device kernel
+// (kernels/codec_kernels.cuh, reduce_kernel) is tested against this very code.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
@@ -18,6 +22,39 @@
 
 namespace octet {
 namespace detail {
+
+// decode(r, out, accumulate) writes (or adds) rank r's decoded n values into out; own: this
+// rank's n values (any byte alignment, read with load_element).
+template <typename Decode>
+std::vector<float> reduce_contributions(int me, int p, const float* own, size_t n, bool average,
+                                        const Decode& decode) {
+  std::vector<float> sum(n, -0.0f);
+  for (int r = 0; r < p; ++r) {
+    if (r == me)
+      add_elements(sum.data(), own, n);
+    else
+      decode(r, sum.data(), true);
+  }
+  if (!average || p == 1) return sum;
+  std::vector<size_t> redo;  // elements whose sum is not finite
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isfinite(sum[i])) redo.push_back(i);
+  const float ranks = static_cast<float>(p);
+  for (float& v : sum) v /= ranks;
+  if (redo.empty()) return sum;
+  std::vector<float> average_of(redo.size(), -0.0f), term;
+  for (int r = 0; r < p; ++r) {
+    if (r == me) {
+      for (size_t k = 0; k < redo.size(); ++k) average_of[k] += load_element(own, redo[k]) / ranks;
+      continue;
+    }
+    term.resize(n);
+    decode(r, term.data(), false);
+    for (size_t k = 0; k < redo.size(); ++k) average_of[k] += term[redo[k]] / ranks;
+  }
+  for (size_t k = 0; k < redo.size(); ++k) sum[redo[k]] = average_of[k];
+  return sum;
+}
 
 // own: this rank's n values (any byte alignment, read with load_element); contributions[r]
 // (bytes[r] long): rank r's message for the same n elements, for every r != me.

@@ -127,32 +127,14 @@ using std::min;
 
 #include "codec/payload.h"
 #include "codec/tables.h"
+#include "kernel_cases.h"
 #include "octet/codec.h"
 
 namespace octet {
 namespace {
 
 using cuda_detail::kTablePrefix;
-
-std::vector<float> make_input(size_t n, uint32_t seed, bool non_negative) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  // Per 64 elements: denormals, zeros of both signs, absmax near 1e38 (1/absmax denormal
-  // without the codec's rescaling), and a run of -0 (a block of them has the scale -0).
-  const float scales[] = {1.0f, 1e-41f, 0.0f, 3e37f, 1e-3f, 6e37f, -0.0f};
-  std::vector<float> x(n);
-  for (size_t i = 0; i < n; ++i) {
-    const size_t kind = (i / 64) % 7;
-    const float v = normal(rng) * scales[kind];
-    x[i] = kind == 6 ? -0.0f : non_negative || (i / 128) % 4 == 3 ? std::fabs(v) : v;
-  }
-  if (n > 70) {
-    x[3] = std::numeric_limits<float>::quiet_NaN();
-    x[n - 1] = -std::numeric_limits<float>::infinity();
-    x[n / 2] = std::numeric_limits<float>::infinity();
-  }
-  return x;
-}
+using kernel_cases::make_input;
 
 unsigned threads_for(uint32_t block) {
   return std::clamp(block / 4, 32u, 64u);  // small blocks keep the emulation quick
@@ -307,6 +289,66 @@ TEST(KernelEmulation, DecodeMatchesCpu) {
   check_decode(DataType::kDynamic, 1001, 256, DecodeMode::kAccumulate, 2, 1);
   check_decode(DataType::kDynamic4, 999, 128, DecodeMode::kOverwrite, 1, 3);
   check_decode(DataType::kDynamic4, 1000, 64, DecodeMode::kAccumulate, 4, 2);
+}
+
+using kernel_cases::ReduceCase;
+
+// The reduce kernel on CPU payloads against reduce_contributions (the collectives' rule) with the
+// CPU decoder. Returns how many elements took the average's non-finite path.
+size_t check_reduce(const ReduceCase& c) {
+  SCOPED_TRACE(std::string(data_type_name(c.type)) + " n=" + std::to_string(c.n) +
+               " block=" + std::to_string(c.block) + " ranks=" + std::to_string(c.ranks) +
+               " me=" + std::to_string(c.me) + " avg=" + std::to_string(c.average) +
+               " offset=" + std::to_string(c.offset));
+  const kernel_cases::ReduceInputs in = kernel_cases::reduce_inputs(c);
+  std::vector<std::vector<uint8_t>> stored(c.ranks);
+  std::vector<cuda_detail::Contribution> from(c.ranks, cuda_detail::Contribution{});
+  for (int r = 0; r < c.ranks; ++r) {
+    if (r == c.me) continue;
+    stored[r].assign(in.payloads[r].size() + c.offset, 0);
+    std::memcpy(stored[r].data() + c.offset, in.payloads[r].data(), in.payloads[r].size());
+    const uint8_t* p = stored[r].data() + c.offset;
+    const codec::Layout& l = in.layouts[r];
+    from[r] = {p + l.scales, p + l.codes, p + l.special, in.specials[r]};
+  }
+  std::vector<uint8_t> own(c.n * 4 + c.offset), out(c.n * 4 + c.offset, 0xCD);
+  std::memcpy(own.data() + c.offset, in.own.data(), c.n * 4);
+  const cuda_detail::ReduceArgs a = kernel_cases::reduce_args(
+      c, from.data(), reinterpret_cast<const float*>(own.data() + c.offset),
+      &codec::quant_table(c.type), reinterpret_cast<float*>(out.data() + c.offset));
+  emu::launch(2, 64, 0, [&] { cuda_detail::reduce_kernel(a); });
+  for (size_t i = 0; i < c.n; ++i) {
+    float got;
+    std::memcpy(&got, out.data() + c.offset + 4 * i, 4);
+    EXPECT_TRUE(kernel_cases::same_float(in.want[i], got))
+        << "element " << i << ": " << in.want[i] << " vs " << got;
+    if (::testing::Test::HasFailure()) return 0;
+  }
+  return in.redone;
+}
+
+TEST(KernelEmulation, ReduceMatchesTheCollectivesRuleForEveryType) {
+  for (DataType type : all_data_types())
+    for (bool average : {false, true}) check_reduce({type, 777, 64, 3, 1, average, 1.0f, 0});
+}
+
+TEST(KernelEmulation, ReduceMatchesForRanksTailsAndAlignment) {
+  const ReduceCase cases[] = {
+      {DataType::kDynamic, 1001, 256, 4, 0, true, 1.0f, 3},
+      {DataType::kDynamic, 1001, 256, 4, 3, false, 1.0f, 1},
+      {DataType::kDynamic, 130, 64, 1, 0, true, 1.0f, 2},  // a single rank: its own values
+      {DataType::kDynamic, 2, 64, 2, 1, true, 1.0f, 0},
+      {DataType::kDynamic4, 999, 128, 5, 2, true, 1.0f, 1},
+      {DataType::kLinear, 515, 64, 8, 7, true, 1.0f, 2},
+  };
+  for (const ReduceCase& c : cases) check_reduce(c);
+}
+
+// Sums that overflow fp32 take the average's second path (sum_r x_r / P): the test shows that it
+// was taken, so that the kernel's copy of it is compared too.
+TEST(KernelEmulation, ReduceAveragesOverflowingSumsAsTheCollectivesDo) {
+  EXPECT_GT(check_reduce({DataType::kDynamic, 900, 64, 4, 2, true, 4.0f, 1}), 0u);
+  EXPECT_GT(check_reduce({DataType::kDynamic4, 600, 128, 3, 0, true, 5.0f, 0}), 0u);
 }
 
 }  // namespace
