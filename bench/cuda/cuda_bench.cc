@@ -2,55 +2,24 @@
 // its input in the same run: `vs_copy` = codec time / copy time (below 1 means faster than moving
 // the fp32 tensor once). Exits 0 with a message when there is no CUDA device.
 //
-//   build-cuda/kernels/octet_cuda_bench --benchmark_counters_tabular=true
+//   build/bench/cuda/octet_cuda_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
 #include <cstdio>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "bench_support.h"
 #include "octet/codec.h"
 #include "octet/cuda.h"
 
 namespace {
 
-void check(cudaError_t e) {
-  if (e != cudaSuccess) throw octet::Error(octet::ErrorCode::kInternal, cudaGetErrorString(e));
-}
-
-struct DeviceMemory {
-  explicit DeviceMemory(size_t bytes) { check(cudaMalloc(&p, bytes)); }
-  ~DeviceMemory() { cudaFree(p); }
-  void* p = nullptr;
-};
-
-// Seconds per device-to-device copy of `bytes`, averaged over a few copies timed with events.
-double copy_seconds(void* dst, const void* src, size_t bytes) {
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start));
-  check(cudaEventCreate(&stop));
-  check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));  // warm-up
-  constexpr int kReps = 20;
-  check(cudaEventRecord(start));
-  for (int i = 0; i < kReps; ++i) check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice));
-  check(cudaEventRecord(stop));
-  check(cudaEventSynchronize(stop));
-  float ms = 0;
-  check(cudaEventElapsedTime(&ms, start, stop));
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return ms / 1e3 / kReps;
-}
-
-std::vector<float> random_input(size_t n) {
-  std::mt19937 rng(42);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(n);
-  for (auto& v : x) v = normal(rng);
-  return x;
-}
+using octet_bench::check;
+using octet_bench::copy_seconds;
+using octet_bench::DeviceMemory;
+using octet_bench::random_input;
 
 octet::CodecOptions options_of(const benchmark::State& state) {
   octet::CodecOptions o;
@@ -100,7 +69,8 @@ void BM_Decode(benchmark::State& state) {
 }
 
 void Args(benchmark::internal::Benchmark* b) {
-  for (int64_t n : {int64_t{1} << 20, int64_t{1} << 24, int64_t{1} << 26})
+  // 1 MiB, 32 MiB and 256 MiB of fp32, the sizes docs/performance.md reports.
+  for (int64_t n : {int64_t{1} << 18, int64_t{1} << 23, int64_t{1} << 26})
     for (auto t : {octet::DataType::kDynamic, octet::DataType::kDynamic4})
       for (int64_t flag : {0, 1}) b->Args({n, static_cast<int64_t>(t), flag});
   b->ArgNames({"n", "type", "sr_or_acc"})->UseRealTime()->Unit(benchmark::kMicrosecond);
