@@ -11,27 +11,41 @@ int capped_grid(uint64_t wanted, int cap) {
 
 }  // namespace
 
-uint32_t table_bytes(const detail::QuantTable& host_table) {
-  return kTablePrefix + 4 * host_table.lut_size;
-}
+namespace {
 
-cudaError_t launch_encode(const EncodeArgs& a, cudaStream_t stream) {
+// Launches an encode-shaped kernel (a CUDA block per codec block at a time): as many CUDA blocks
+// as fit at once, so that each loads the table into shared memory only once; one thread per 4
+// elements of a codec block, in whole warps, since small blocks (dynamic4's 128) would otherwise
+// leave most threads idle.
+template <typename Kernel, typename... Args>
+cudaError_t launch_over_blocks(Kernel kernel, const EncodeArgs& a, cudaStream_t stream,
+                               const Args&... args) {
   if (a.blocks == 0) return cudaSuccess;
-  // As many CUDA blocks as fit at once: each loads the table into shared memory only once.
-  // One thread per 4 elements of a codec block, in whole warps: small blocks (dynamic4's 128)
-  // would otherwise leave most threads idle.
   const uint32_t per_block = a.block / 4;
   const int threads = static_cast<int>(per_block < 32         ? 32
                                        : per_block > kThreads ? kThreads
                                                               : per_block);
-  auto kernel = a.stochastic ? encode_kernel<true> : encode_kernel<false>;
   int per_sm = 0;
   const cudaError_t e =
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, a.table_bytes);
   if (e != cudaSuccess) return e;
   const int grid = capped_grid(a.blocks, (per_sm > 0 ? per_sm : 1) * a.sms);
-  kernel<<<grid, threads, a.table_bytes, stream>>>(a);
+  kernel<<<grid, threads, a.table_bytes, stream>>>(args...);
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_encode(const EncodeArgs& a, cudaStream_t stream) {
+  return launch_over_blocks(a.stochastic ? encode_kernel<true> : encode_kernel<false>, a, stream,
+                            a);
+}
+
+cudaError_t launch_reduce_encode(const ReduceArgs& r, const EncodeArgs& e, cudaStream_t stream) {
+  if (e.in != r.out || e.count != r.count || e.block != r.block || e.bits != r.bits)
+    return cudaErrorInvalidValue;
+  return launch_over_blocks(e.stochastic ? reduce_encode_kernel<true> : reduce_encode_kernel<false>,
+                            e, stream, r, e);
 }
 
 cudaError_t launch_write_special(const SpecialArgs& a, cudaStream_t stream) {

@@ -96,12 +96,15 @@ __device__ __forceinline__ Stats combine(Stats a, const Stats& b) {
   return a;
 }
 
-__device__ Stats thread_stats(const float* x, uint32_t n, int align) {
+// This thread's part of the stats of a codec block of n elements; load(i, m, v) gives the m
+// values of the group at i (the plain input, or the reduction of the fused kernel).
+template <typename Load>
+__device__ Stats thread_stats(uint32_t n, const Load& load) {
   Stats s{0.0f, 0.0f, 0u, 0u};
   for (uint32_t i = 4 * threadIdx.x; i < n; i += 4 * blockDim.x) {
     const uint32_t m = min(4u, n - i);
     float v[4];
-    load_group(x + i, m, align, v);
+    load(i, m, v);
     for (uint32_t k = 0; k < m; ++k) {
       if (!detail::is_finite_bits(detail::float_bits(v[k]))) {
         s.nonfinite = 1;
@@ -185,27 +188,39 @@ __device__ void quantize_block(const EncodeArgs& a, const detail::QuantTable& t,
   }
 }
 
-// One CUDA block loops over codec blocks: stats, block reduction, scale, then codes. The table is
-// loaded into shared memory once per CUDA block.
-template <bool kStochastic>
-__global__ void __launch_bounds__(kThreads) encode_kernel(EncodeArgs a) {
-  OCTET_DYNAMIC_SHARED(smem);
+// One CUDA block loops over codec blocks: stats, block reduction, scale, then codes from a.in.
+// load(first, i, m, v) gives the values of the stats pass, which must leave a.in holding them by
+// the time the same thread quantises its groups (the fused reduction writes them there). The
+// table (dynamic shared memory) is loaded once per CUDA block.
+template <bool kStochastic, typename Load>
+__device__ void encode_blocks(const EncodeArgs& a, const uint8_t* smem, const Load& load) {
   __shared__ Stats partial[kWarps];
   __shared__ detail::BlockScale shared_scale;
-  copy_table(smem, a.table, a.table_bytes);
-  __syncthreads();
   const detail::QuantTable& t = *reinterpret_cast<const detail::QuantTable*>(smem);
   const int align = alignment_of(a.in);
   for (uint64_t b = blockIdx.x; b < a.blocks; b += gridDim.x) {
     const uint64_t first = b * a.block;
     const uint32_t n = min_count(a.block, a.count - first);
-    const Stats st = block_reduce(thread_stats(a.in + first, n, align), partial);
+    const Stats st = block_reduce(
+        thread_stats(n, [&](uint32_t i, uint32_t m, float v[4]) { load(first, i, m, v); }),
+        partial);
     if (threadIdx.x == 0) finish_scale(a, t, b, st, &shared_scale);
     __syncthreads();
     const detail::BlockScale s = shared_scale;
     quantize_block<kStochastic>(a, t, first, n, s, align);
     __syncthreads();  // partial and shared_scale are reused by the next block
   }
+}
+
+template <bool kStochastic>
+__global__ void __launch_bounds__(kThreads) encode_kernel(EncodeArgs a) {
+  OCTET_DYNAMIC_SHARED(smem);
+  copy_table(smem, a.table, a.table_bytes);
+  __syncthreads();
+  const int align = alignment_of(a.in);
+  encode_blocks<kStochastic>(a, smem, [&](uint64_t first, uint32_t i, uint32_t m, float v[4]) {
+    load_group(a.in + first + i, m, align, v);
+  });
 }
 
 __global__ void __launch_bounds__(kThreads) special_kernel(SpecialArgs a) {
@@ -366,42 +381,66 @@ __device__ float average_of_terms(const ReduceArgs& a, const detail::QuantTable&
   return avg;
 }
 
+// The reduction of the m elements of the group at i (any group of the tensor).
+__device__ void reduce_group(const ReduceArgs& a, const detail::QuantTable& t, uint64_t i,
+                             uint32_t m, int block_shift, float sum[4]) {
+  float own[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  load_group(a.own + i, m, alignment_of(a.own), own);
+  for (uint32_t k = 0; k < 4; ++k) sum[k] = -0.0f;  // IEEE's additive identity, as on the CPU
+  for (int r = 0; r < a.ranks; ++r) {
+    if (r == a.me) {
+      for (uint32_t k = 0; k < m; ++k) sum[k] += own[k];
+      continue;
+    }
+    float d[4];
+    uint32_t cls[4];
+    contribution_group(a, t, a.from[r], i, m, block_shift, d, cls);
+    for (uint32_t k = 0; k < m; ++k) {
+      sum[k] += d[k];
+      if (cls[k] != detail::kClassFinite)
+        sum[k] += detail::bits_float(detail::special_value_bits(cls[k]));
+    }
+  }
+  if (!a.average || a.ranks == 1) return;
+  const float ranks = static_cast<float>(a.ranks);
+  for (uint32_t k = 0; k < m; ++k)
+    sum[k] = detail::is_finite_bits(detail::float_bits(sum[k]))
+                 ? sum[k] / ranks
+                 : average_of_terms(a, t, i, m, block_shift, own, k);
+}
+
 __global__ void __launch_bounds__(kThreads) reduce_kernel(ReduceArgs a) {
   __shared__ __align__(16) uint8_t smem[kTablePrefix];
   const detail::QuantTable& t = shared_values(smem, a.table);
-  const int own_align = alignment_of(a.own), out_align = alignment_of(a.out);
+  const int out_align = alignment_of(a.out);
   const uint64_t groups = (a.count + 3) / 4;
   const int block_shift = __ffs(static_cast<int>(a.block)) - 1;  // block is a power of two
   for (uint64_t g = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; g < groups;
        g += uint64_t{gridDim.x} * blockDim.x) {
     const uint64_t i = 4 * g;
     const uint32_t m = min_count(4, a.count - i);
-    float own[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    load_group(a.own + i, m, own_align, own);
-    float sum[4] = {-0.0f, -0.0f, -0.0f, -0.0f};  // IEEE's additive identity, as on the CPU
-    for (int r = 0; r < a.ranks; ++r) {
-      if (r == a.me) {
-        for (uint32_t k = 0; k < m; ++k) sum[k] += own[k];
-        continue;
-      }
-      float d[4];
-      uint32_t cls[4];
-      contribution_group(a, t, a.from[r], i, m, block_shift, d, cls);
-      for (uint32_t k = 0; k < m; ++k) {
-        sum[k] += d[k];
-        if (cls[k] != detail::kClassFinite)
-          sum[k] += detail::bits_float(detail::special_value_bits(cls[k]));
-      }
-    }
-    if (a.average && a.ranks > 1) {
-      const float ranks = static_cast<float>(a.ranks);
-      for (uint32_t k = 0; k < m; ++k)
-        sum[k] = detail::is_finite_bits(detail::float_bits(sum[k]))
-                     ? sum[k] / ranks
-                     : average_of_terms(a, t, i, m, block_shift, own, k);
-    }
+    float sum[4];
+    reduce_group(a, t, i, m, block_shift, sum);
     store_group(a.out + i, m, out_align, sum);
   }
+}
+
+// The reduction and its re-encoding in one pass over the codec blocks: a CUDA block reduces a
+// codec block's groups into r.out while it gathers their stats, then quantises them from there
+// (each thread reads back only the groups it wrote). e.in must be r.out, e.count r.count and
+// e.block r.block; e.table the full table (the reduction reads its values from the same copy).
+template <bool kStochastic>
+__global__ void __launch_bounds__(kThreads) reduce_encode_kernel(ReduceArgs r, EncodeArgs e) {
+  OCTET_DYNAMIC_SHARED(smem);
+  copy_table(smem, e.table, e.table_bytes);
+  __syncthreads();
+  const detail::QuantTable& t = *reinterpret_cast<const detail::QuantTable*>(smem);
+  const int out_align = alignment_of(r.out);
+  const int block_shift = __ffs(static_cast<int>(r.block)) - 1;
+  encode_blocks<kStochastic>(e, smem, [&](uint64_t first, uint32_t i, uint32_t m, float v[4]) {
+    reduce_group(r, t, first + i, m, block_shift, v);
+    store_group(r.out + first + i, m, out_align, v);
+  });
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 #endif
 
+#include <cstddef>
 #include <cstdint>
 
 #include "octet/detail/quant_math.h"
@@ -21,7 +22,9 @@ namespace cuda_detail {
 enum : uint8_t { kFlagNonFinite = 1, kFlagMixedSign = 2 };
 
 // Bytes of a QuantTable that the kernels read: everything up to the used part of the lut.
-uint32_t table_bytes(const detail::QuantTable& host_table);
+inline uint32_t table_bytes(const detail::QuantTable& host_table) {
+  return static_cast<uint32_t>(offsetof(detail::QuantTable, lut)) + 4 * host_table.lut_size;
+}
 
 struct EncodeArgs {
   const float* in;
@@ -98,6 +101,11 @@ cudaError_t launch_write_special(const SpecialArgs& a, cudaStream_t stream);
 // Decodes every element, then applies the special section (same order as the CPU).
 cudaError_t launch_decode(const DecodeArgs& a, cudaStream_t stream);
 cudaError_t launch_reduce(const ReduceArgs& a, cudaStream_t stream);
+// The reduction and the encode kernel's work on its result in one kernel: r.out receives the
+// reduced values (the special section's writer reads them), e the scales, codes and flags of
+// encoding them. e.in must be r.out, with the same count, block and bits (else
+// cudaErrorInvalidValue).
+cudaError_t launch_reduce_encode(const ReduceArgs& r, const EncodeArgs& e, cudaStream_t stream);
 #endif
 
 }  // namespace cuda_detail

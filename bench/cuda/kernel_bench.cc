@@ -1,5 +1,6 @@
 // The device kernels that no public function reaches yet, timed through their launchers (Google
-// Benchmark): the owner's reduction of a compressed allreduce (reduce_kernel) for P ranks. Each
+// Benchmark): the owner's reduction of a compressed allreduce (reduce_kernel) for P ranks, alone,
+// followed by the encode kernel, and fused with it (work = 0, 1, 2). Each
 // case also times a device-to-device copy of the fp32 chunk in the same run: `vs_copy` = kernel
 // time / copy time. The kernel reads P-1 payloads (about 1 byte an element each) and the owner's
 // 4 bytes and writes 4, so its floor is close to the copy's. Exits 0 with a message when there is
@@ -10,14 +11,13 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "bench_support.h"
-#include "codec/payload.h"
-#include "codec/tables.h"
-#include "codec_kernels.h"
+#include "kernel_inputs.h"
 #include "octet/codec.h"
 
 namespace {
@@ -35,26 +35,40 @@ int sm_count() {
   return sms;
 }
 
-// Args: n elements, type, ranks. Rank 0 owns the chunk; ranks 1..P-1 sent CPU-encoded payloads.
+// The input of n elements, made once per size for all cases.
+const std::vector<float>& input(size_t n) {
+  static std::map<size_t, std::vector<float>> inputs;
+  std::vector<float>& x = inputs[n];
+  if (x.empty()) x = random_input(n);
+  return x;
+}
+
+// What is timed: the reduction alone, the reduction and its re-encoding as two launches, or the
+// fused kernel that does both.
+enum Work : int64_t { kReduce = 0, kReduceThenEncode = 1, kFused = 2 };
+
+// Args: n elements, type, ranks, work. Rank 0 owns the chunk; ranks 1..P-1 sent CPU-encoded
+// payloads.
 void BM_Reduce(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   octet::CodecOptions o;
   o.type = static_cast<octet::DataType>(state.range(1));
   const int ranks = static_cast<int>(state.range(2));
+  // One payload, copied to each sender's own buffer: the kernel reads P-1 distinct buffers, and
+  // the case costs one CPU encode (a 256 MiB case would otherwise spend seconds making inputs).
+  const std::vector<float>& x = input(n);
+  const std::vector<uint8_t> p = octet::encode(x, o);
+  const octet::PayloadInfo info = octet::inspect(p.data(), p.size());
   std::vector<std::unique_ptr<DeviceMemory>> payloads;
   std::vector<octet::cuda_detail::Contribution> from(ranks, octet::cuda_detail::Contribution{});
   for (int r = 1; r < ranks; ++r) {
-    const std::vector<uint8_t> p = octet::encode(random_input(n, static_cast<uint32_t>(r)), o);
-    const octet::PayloadInfo info = octet::inspect(p.data(), p.size());
-    const octet::codec::Layout l = octet::codec::make_layout(
-        n, info.block_size, octet::data_type_bits(o.type), info.special_blocks, info.has_checksum);
     payloads.push_back(std::make_unique<DeviceMemory>(p.size()));
     uint8_t* d = payloads.back()->bytes();
     check(cudaMemcpy(d, p.data(), p.size(), cudaMemcpyHostToDevice));
-    from[r] = {d + l.scales, d + l.codes, d + l.special, info.special_blocks};
+    from[r] = octet::cuda_detail::contribution_of(d, info);
   }
-  const octet::detail::QuantTable& table = octet::codec::quant_table(o.type);
-  const std::vector<float> own = random_input(n, 0);
+  const octet::detail::QuantTable& table = octet::cuda_detail::host_table(o.type);
+  const std::vector<float>& own = x;
   DeviceMemory d_from(sizeof(from[0]) * from.size()), d_table(sizeof table),
       d_own(n * sizeof(float)), d_out(n * sizeof(float));
   check(cudaMemcpy(d_from.p, from.data(), sizeof(from[0]) * from.size(), cudaMemcpyHostToDevice));
@@ -66,18 +80,37 @@ void BM_Reduce(benchmark::State& state) {
   a.me = 0;
   a.ranks = ranks;
   a.count = n;
-  a.block = octet::default_block_size(o.type);
+  a.block = info.block_size;
   a.bits = octet::data_type_bits(o.type);
   a.table = static_cast<const octet::detail::QuantTable*>(d_table.p);
   a.out = static_cast<float*>(d_out.p);
   a.sms = sm_count();
+  // The re-encoding's output, laid out as the contributions' payloads (the sums are finite too).
+  const auto layout = octet::cuda_detail::layout_of(info);
+  DeviceMemory d_body(p.size()), d_flags(layout.blocks);
+  octet::cuda_detail::EncodeArgs e{};
+  e.in = a.out;
+  e.count = n;
+  e.block = a.block;
+  e.blocks = layout.blocks;
+  e.table = a.table;
+  e.table_bytes = octet::cuda_detail::table_bytes(table);
+  e.scales = d_body.bytes() + layout.scales;
+  e.codes = d_body.bytes() + layout.codes;
+  e.flags = d_flags.bytes();
+  e.bits = a.bits;
+  e.sms = a.sms;
+  const auto work = static_cast<Work>(state.range(3));
   cudaStream_t stream;
   check(cudaStreamCreate(&stream));
   const double copy_s = copy_seconds(d_out.p, d_own.p, n * sizeof(float), stream);
   double kernel_s = 0;
   for (auto _ : state) {
-    const double t = event_seconds(
-        stream, 10, [&](cudaStream_t s) { check(octet::cuda_detail::launch_reduce(a, s)); });
+    const double t = event_seconds(stream, 10, [&](cudaStream_t s) {
+      if (work == kFused) return check(octet::cuda_detail::launch_reduce_encode(a, e, s));
+      check(octet::cuda_detail::launch_reduce(a, s));
+      if (work == kReduceThenEncode) check(octet::cuda_detail::launch_encode(e, s));
+    });
     state.SetIterationTime(t);
     kernel_s += t;
   }
@@ -91,8 +124,10 @@ void ReduceArgs(benchmark::internal::Benchmark* b) {
   // 1 MiB, 32 MiB and 256 MiB of fp32, as docs/performance.md reports the codec.
   for (int64_t n : {int64_t{1} << 18, int64_t{1} << 23, int64_t{1} << 26})
     for (auto t : {octet::DataType::kDynamic, octet::DataType::kDynamic4})
-      for (int64_t ranks : {2, 4, 8}) b->Args({n, static_cast<int64_t>(t), ranks});
-  b->ArgNames({"n", "type", "ranks"})->UseManualTime()->Unit(benchmark::kMicrosecond);
+      for (int64_t ranks : {2, 4, 8})
+        for (int64_t work : {kReduce, kReduceThenEncode, kFused})
+          b->Args({n, static_cast<int64_t>(t), ranks, work});
+  b->ArgNames({"n", "type", "ranks", "work"})->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
 
 BENCHMARK(BM_Reduce)->Apply(ReduceArgs);

@@ -9,7 +9,10 @@
 #include <random>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "codec/payload.h"
+#include "codec/tables.h"
 #include "codec_kernels.h"
 #include "collectives/reduce_chunk.h"
 #include "octet/codec.h"
@@ -127,6 +130,65 @@ inline cuda_detail::ReduceArgs reduce_args(const ReduceCase& c,
   a.out = out;
   a.sms = 1;
   return a;
+}
+
+// The CPU codec's payload of a case's reduction, as the fused kernel must produce it.
+struct Reencoded {
+  CodecOptions options;
+  std::vector<uint8_t> payload;
+  PayloadInfo info;
+  codec::Layout layout;
+};
+
+inline Reencoded reencoded(const ReduceCase& c, const ReduceInputs& in, bool stochastic) {
+  Reencoded r;
+  r.options.type = c.type;
+  r.options.block_size = c.block;
+  r.options.stochastic = stochastic;
+  r.options.seed = 5;
+  r.options.index_offset = 777;
+  r.payload = encode(in.want, r.options);
+  r.info = inspect(r.payload.data(), r.payload.size());
+  r.layout = codec::make_layout(c.n, c.block, data_type_bits(c.type), r.info.special_blocks, false);
+  return r;
+}
+
+// The encode kernel's arguments: input, the codec options (type, block, rounding), and the body
+// laid out as the payload (scales at l.scales, codes at l.codes) with one flag byte per block;
+// table_at is where the kernel reads the type's table (host memory in the emulation).
+inline cuda_detail::EncodeArgs encode_args(const CodecOptions& o, const float* in, size_t n,
+                                           const codec::Layout& l, uint8_t* body, uint8_t* flags,
+                                           const detail::QuantTable* table_at) {
+  const detail::QuantTable& table = codec::quant_table(o.type);
+  cuda_detail::EncodeArgs a{};
+  a.in = in;
+  a.count = n;
+  a.block = o.block_size;
+  a.blocks = l.blocks;
+  a.table = table_at;
+  a.table_bytes = cuda_detail::table_bytes(table);
+  a.stochastic = o.stochastic;
+  a.seed = o.seed;
+  a.index_offset = o.index_offset;
+  a.scales = body + l.scales;
+  a.codes = body + l.codes;
+  a.flags = flags;
+  a.bits = data_type_bits(o.type);
+  return a;
+}
+
+// The blocks the kernel flagged as holding NaN/Inf against the CPU payload's special list.
+inline void expect_same_special_blocks(const std::vector<uint8_t>& flags,
+                                       const std::vector<uint8_t>& cpu, const codec::Layout& l,
+                                       uint32_t cpu_specials, std::vector<uint32_t>* list) {
+  std::vector<uint32_t> cpu_list;
+  for (uint64_t b = 0; b < l.blocks; ++b) {
+    EXPECT_EQ(flags[b] & cuda_detail::kFlagMixedSign, 0);
+    if (flags[b] & cuda_detail::kFlagNonFinite) list->push_back(static_cast<uint32_t>(b));
+  }
+  for (uint32_t s = 0; s < cpu_specials; ++s)
+    cpu_list.push_back(codec::load_u32(cpu.data() + l.special + s * l.special_entry));
+  EXPECT_EQ(*list, cpu_list);
 }
 
 }  // namespace kernel_cases

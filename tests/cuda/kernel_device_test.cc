@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,46 +51,103 @@ int sms() {
   return n > 0 ? n : 1;
 }
 
-// Every payload, the own values and the output at c.offset bytes into device buffers; the kernel
-// on a stream of its own; the result against reduce_contributions on the CPU.
-void check_reduce(const ReduceCase& c) {
-  SCOPED_TRACE(std::string(data_type_name(c.type)) + " n=" + std::to_string(c.n) +
-               " ranks=" + std::to_string(c.ranks) + " me=" + std::to_string(c.me) +
-               " avg=" + std::to_string(c.average) + " offset=" + std::to_string(c.offset));
-  const kernel_cases::ReduceInputs in = kernel_cases::reduce_inputs(c);
-  std::vector<std::unique_ptr<Device>> payloads;
-  std::vector<cuda_detail::Contribution> from(c.ranks, cuda_detail::Contribution{});
-  for (int r = 0; r < c.ranks; ++r) {
-    if (r == c.me) continue;
-    payloads.push_back(std::make_unique<Device>(in.payloads[r].size() + c.offset));
-    uint8_t* p = payloads.back()->get() + c.offset;
-    CUDA_OK(cudaMemcpy(p, in.payloads[r].data(), in.payloads[r].size(), cudaMemcpyHostToDevice));
-    const codec::Layout& l = in.layouts[r];
-    from[r] = {p + l.scales, p + l.codes, p + l.special, in.specials[r]};
+// A case in device memory: every payload, the own values and the output at c.offset bytes into
+// their buffers, the descriptors and the type's table.
+struct Staged {
+  Staged(const ReduceCase& c, const kernel_cases::ReduceInputs& in)
+      : c(c),
+        table(codec::quant_table(c.type)),
+        d_from(sizeof(cuda_detail::Contribution) * c.ranks),
+        d_table(sizeof table),
+        d_own(4 * c.n + c.offset),
+        d_out(4 * c.n + c.offset) {
+    std::vector<cuda_detail::Contribution> from(c.ranks, cuda_detail::Contribution{});
+    for (int r = 0; r < c.ranks; ++r) {
+      if (r == c.me) continue;
+      payloads.push_back(std::make_unique<Device>(in.payloads[r].size() + c.offset));
+      uint8_t* p = payloads.back()->get() + c.offset;
+      EXPECT_EQ(cudaMemcpy(p, in.payloads[r].data(), in.payloads[r].size(), cudaMemcpyHostToDevice),
+                cudaSuccess);
+      const codec::Layout& l = in.layouts[r];
+      from[r] = {p + l.scales, p + l.codes, p + l.special, in.specials[r]};
+    }
+    EXPECT_EQ(cudaMemcpy(d_from.get(), from.data(), sizeof(from[0]) * from.size(),
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(d_table.get(), &table, sizeof table, cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(d_own.get() + c.offset, in.own.data(), 4 * c.n, cudaMemcpyHostToDevice),
+              cudaSuccess);
   }
-  const detail::QuantTable& table = codec::quant_table(c.type);
-  Device d_from(sizeof(cuda_detail::Contribution) * from.size()), d_table(sizeof table),
-      d_own(4 * c.n + c.offset), d_out(4 * c.n + c.offset);
-  CUDA_OK(
-      cudaMemcpy(d_from.get(), from.data(), sizeof(from[0]) * from.size(), cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(d_table.get(), &table, sizeof table, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(d_own.get() + c.offset, in.own.data(), 4 * c.n, cudaMemcpyHostToDevice));
+  const detail::QuantTable* device_table() const {
+    return reinterpret_cast<const detail::QuantTable*>(d_table.get());
+  }
+  float* out() const { return reinterpret_cast<float*>(d_out.get() + c.offset); }
+  cuda_detail::ReduceArgs args() const {
+    cuda_detail::ReduceArgs a = kernel_cases::reduce_args(
+        c, reinterpret_cast<const cuda_detail::Contribution*>(d_from.get()),
+        reinterpret_cast<const float*>(d_own.get() + c.offset), device_table(), out());
+    a.sms = sms();
+    return a;
+  }
+  // The reduced values against the collectives' answer.
+  void expect_reduced(const kernel_cases::ReduceInputs& in) const {
+    std::vector<float> got(c.n);
+    ASSERT_EQ(cudaMemcpy(got.data(), out(), 4 * c.n, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < c.n; ++i)
+      ASSERT_TRUE(kernel_cases::same_float(in.want[i], got[i]))
+          << "element " << i << ": " << in.want[i] << " vs " << got[i];
+  }
+
+  const ReduceCase c;
+  const detail::QuantTable& table;
+  std::vector<std::unique_ptr<Device>> payloads;
+  Device d_from, d_table, d_own, d_out;
+};
+
+std::string trace(const ReduceCase& c) {
+  return std::string(data_type_name(c.type)) + " n=" + std::to_string(c.n) +
+         " ranks=" + std::to_string(c.ranks) + " me=" + std::to_string(c.me) +
+         " avg=" + std::to_string(c.average) + " offset=" + std::to_string(c.offset);
+}
+
+// The reduce kernel on a stream of its own against reduce_contributions on the CPU.
+void check_reduce(const ReduceCase& c) {
+  SCOPED_TRACE(trace(c));
+  const kernel_cases::ReduceInputs in = kernel_cases::reduce_inputs(c);
+  const Staged st(c, in);
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreate(&stream));
-  cuda_detail::ReduceArgs a =
-      kernel_cases::reduce_args(c, reinterpret_cast<const cuda_detail::Contribution*>(d_from.get()),
-                                reinterpret_cast<const float*>(d_own.get() + c.offset),
-                                reinterpret_cast<const detail::QuantTable*>(d_table.get()),
-                                reinterpret_cast<float*>(d_out.get() + c.offset));
-  a.sms = sms();
-  CUDA_OK(cuda_detail::launch_reduce(a, stream));
+  CUDA_OK(cuda_detail::launch_reduce(st.args(), stream));
   CUDA_OK(cudaStreamSynchronize(stream));
   CUDA_OK(cudaStreamDestroy(stream));
-  std::vector<float> got(c.n);
-  CUDA_OK(cudaMemcpy(got.data(), d_out.get() + c.offset, 4 * c.n, cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < c.n; ++i)
-    ASSERT_TRUE(kernel_cases::same_float(in.want[i], got[i]))
-        << "element " << i << ": " << in.want[i] << " vs " << got[i];
+  st.expect_reduced(in);
+}
+
+// The fused kernel: the reduction, and the scales, codes and NaN/Inf blocks of its encoding
+// against the CPU codec's payload of the collectives' reduction.
+void check_reduce_encode(const ReduceCase& c, bool stochastic) {
+  SCOPED_TRACE(trace(c) + " sr=" + std::to_string(stochastic));
+  const kernel_cases::ReduceInputs in = kernel_cases::reduce_inputs(c);
+  const Staged st(c, in);
+  const kernel_cases::Reencoded want = kernel_cases::reencoded(c, in, stochastic);
+  const CodecOptions& o = want.options;
+  const std::vector<uint8_t>& cpu = want.payload;
+  const PayloadInfo& info = want.info;
+  const codec::Layout& l = want.layout;
+  Device d_body(l.size + c.offset), d_flags(l.blocks);
+  cuda_detail::EncodeArgs e = kernel_cases::encode_args(
+      o, st.out(), c.n, l, d_body.get() + c.offset, d_flags.get(), st.device_table());
+  e.sms = sms();
+  CUDA_OK(cuda_detail::launch_reduce_encode(st.args(), e, nullptr));
+  CUDA_OK(cudaDeviceSynchronize());
+  st.expect_reduced(in);
+  std::vector<uint8_t> body(l.special), flags(l.blocks);
+  CUDA_OK(cudaMemcpy(body.data(), d_body.get() + c.offset, l.special, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(flags.data(), d_flags.get(), l.blocks, cudaMemcpyDeviceToHost));
+  EXPECT_TRUE(std::equal(cpu.begin() + l.scales, cpu.begin() + l.special, body.begin() + l.scales))
+      << "scales or codes differ";
+  std::vector<uint32_t> list;
+  kernel_cases::expect_same_special_blocks(flags, cpu, l, info.special_blocks, &list);
 }
 
 TEST(CudaKernels, ReduceMatchesTheCollectivesRuleForEveryType) {
@@ -109,6 +167,15 @@ TEST(CudaKernels, ReduceMatchesForRanksTailsAlignmentAndOverflow) {
       {DataType::kLinear, 515, 64, 16, 9, true, 1.0f, 2},
   };
   for (const ReduceCase& c : cases) check_reduce(c);
+}
+
+TEST(CudaKernels, FusedReduceEncodeMatchesTheCpuPayloadOfTheReduction) {
+  SKIP_WITHOUT_DEVICE();
+  for (DataType type : all_data_types())
+    check_reduce_encode({type, 10007, 64, 3, 1, true, 1.0f, 0}, false);
+  check_reduce_encode({DataType::kDynamic, (size_t{1} << 20) + 3, 4096, 4, 0, true, 1.0f, 1}, true);
+  check_reduce_encode({DataType::kDynamic4, 99999, 128, 5, 2, true, 1.0f, 2}, true);
+  check_reduce_encode({DataType::kDynamic, 9000, 64, 4, 2, true, 4.0f, 3}, false);  // overflow
 }
 
 }  // namespace

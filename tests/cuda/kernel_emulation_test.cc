@@ -133,7 +133,8 @@ using std::min;
 namespace octet {
 namespace {
 
-using cuda_detail::kTablePrefix;
+using kernel_cases::encode_args;
+using kernel_cases::expect_same_special_blocks;
 using kernel_cases::make_input;
 
 unsigned threads_for(uint32_t block) {
@@ -169,21 +170,9 @@ void check_encode(const Case& c) {
   std::vector<uint8_t> in(c.n * 4 + c.in_offset), body(l.size + c.out_offset, 0xAB);
   std::memcpy(in.data() + c.in_offset, x.data(), c.n * 4);
   std::vector<uint8_t> flags(l.blocks, 0xFF);
-  const detail::QuantTable& table = codec::quant_table(c.type);
-  cuda_detail::EncodeArgs a{};
-  a.in = reinterpret_cast<const float*>(in.data() + c.in_offset);
-  a.count = c.n;
-  a.block = c.block;
-  a.blocks = l.blocks;
-  a.table = &table;
-  a.table_bytes = kTablePrefix + 4 * table.lut_size;
-  a.stochastic = c.stochastic;
-  a.seed = o.seed;
-  a.index_offset = o.index_offset;
-  a.scales = body.data() + c.out_offset + l.scales;
-  a.codes = body.data() + c.out_offset + l.codes;
-  a.flags = flags.data();
-  a.bits = data_type_bits(c.type);
+  const cuda_detail::EncodeArgs a =
+      encode_args(o, reinterpret_cast<const float*>(in.data() + c.in_offset), c.n, l,
+                  body.data() + c.out_offset, flags.data(), &codec::quant_table(c.type));
   emu::launch(3, threads_for(c.block), a.table_bytes, [&] {
     if (c.stochastic)
       cuda_detail::encode_kernel<true>(a);
@@ -194,15 +183,9 @@ void check_encode(const Case& c) {
   ASSERT_TRUE(std::equal(cpu.begin() + l.scales, cpu.begin() + l.special, got + l.scales))
       << "scales or codes differ";
 
-  std::vector<uint32_t> list, cpu_list;
-  for (uint64_t b = 0; b < l.blocks; ++b) {
-    ASSERT_EQ(flags[b] & cuda_detail::kFlagMixedSign, 0);
-    if (flags[b] & cuda_detail::kFlagNonFinite) list.push_back(static_cast<uint32_t>(b));
-  }
-  for (uint32_t s = 0; s < info.special_blocks; ++s)
-    cpu_list.push_back(codec::load_u32(cpu.data() + l.special + s * l.special_entry));
-  ASSERT_EQ(list, cpu_list);
-  if (list.empty()) return;
+  std::vector<uint32_t> list;
+  expect_same_special_blocks(flags, cpu, l, info.special_blocks, &list);
+  if (list.empty() || ::testing::Test::HasFailure()) return;
   cuda_detail::SpecialArgs sa{};
   sa.in = a.in;
   sa.count = c.n;
@@ -293,38 +276,94 @@ TEST(KernelEmulation, DecodeMatchesCpu) {
 
 using kernel_cases::ReduceCase;
 
+// A case's payloads, own values and output in host memory at c.offset bytes, as the kernels
+// see them.
+struct Staged {
+  std::vector<std::vector<uint8_t>> stored;
+  std::vector<cuda_detail::Contribution> from;
+  std::vector<uint8_t> own, out;
+  const float* own_at() const { return reinterpret_cast<const float*>(own.data() + offset); }
+  float* out_at() { return reinterpret_cast<float*>(out.data() + offset); }
+  size_t offset;
+};
+
+Staged stage(const ReduceCase& c, const kernel_cases::ReduceInputs& in) {
+  Staged st;
+  st.offset = c.offset;
+  st.stored.resize(c.ranks);
+  st.from.assign(c.ranks, cuda_detail::Contribution{});
+  for (int r = 0; r < c.ranks; ++r) {
+    if (r == c.me) continue;
+    st.stored[r].assign(in.payloads[r].size() + c.offset, 0);
+    std::memcpy(st.stored[r].data() + c.offset, in.payloads[r].data(), in.payloads[r].size());
+    const uint8_t* p = st.stored[r].data() + c.offset;
+    const codec::Layout& l = in.layouts[r];
+    st.from[r] = {p + l.scales, p + l.codes, p + l.special, in.specials[r]};
+  }
+  st.own.assign(c.n * 4 + c.offset, 0);
+  st.out.assign(c.n * 4 + c.offset, 0xCD);
+  std::memcpy(st.own.data() + c.offset, in.own.data(), c.n * 4);
+  return st;
+}
+
+std::string trace(const ReduceCase& c) {
+  return std::string(data_type_name(c.type)) + " n=" + std::to_string(c.n) +
+         " block=" + std::to_string(c.block) + " ranks=" + std::to_string(c.ranks) +
+         " me=" + std::to_string(c.me) + " avg=" + std::to_string(c.average) +
+         " offset=" + std::to_string(c.offset);
+}
+
+void expect_reduced(const kernel_cases::ReduceInputs& in, Staged& st, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    float got;
+    std::memcpy(&got, st.out.data() + st.offset + 4 * i, 4);
+    EXPECT_TRUE(kernel_cases::same_float(in.want[i], got))
+        << "element " << i << ": " << in.want[i] << " vs " << got;
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 // The reduce kernel on CPU payloads against reduce_contributions (the collectives' rule) with the
 // CPU decoder. Returns how many elements took the average's non-finite path.
 size_t check_reduce(const ReduceCase& c) {
-  SCOPED_TRACE(std::string(data_type_name(c.type)) + " n=" + std::to_string(c.n) +
-               " block=" + std::to_string(c.block) + " ranks=" + std::to_string(c.ranks) +
-               " me=" + std::to_string(c.me) + " avg=" + std::to_string(c.average) +
-               " offset=" + std::to_string(c.offset));
+  SCOPED_TRACE(trace(c));
   const kernel_cases::ReduceInputs in = kernel_cases::reduce_inputs(c);
-  std::vector<std::vector<uint8_t>> stored(c.ranks);
-  std::vector<cuda_detail::Contribution> from(c.ranks, cuda_detail::Contribution{});
-  for (int r = 0; r < c.ranks; ++r) {
-    if (r == c.me) continue;
-    stored[r].assign(in.payloads[r].size() + c.offset, 0);
-    std::memcpy(stored[r].data() + c.offset, in.payloads[r].data(), in.payloads[r].size());
-    const uint8_t* p = stored[r].data() + c.offset;
-    const codec::Layout& l = in.layouts[r];
-    from[r] = {p + l.scales, p + l.codes, p + l.special, in.specials[r]};
-  }
-  std::vector<uint8_t> own(c.n * 4 + c.offset), out(c.n * 4 + c.offset, 0xCD);
-  std::memcpy(own.data() + c.offset, in.own.data(), c.n * 4);
+  Staged st = stage(c, in);
   const cuda_detail::ReduceArgs a = kernel_cases::reduce_args(
-      c, from.data(), reinterpret_cast<const float*>(own.data() + c.offset),
-      &codec::quant_table(c.type), reinterpret_cast<float*>(out.data() + c.offset));
+      c, st.from.data(), st.own_at(), &codec::quant_table(c.type), st.out_at());
   emu::launch(2, 64, 0, [&] { cuda_detail::reduce_kernel(a); });
-  for (size_t i = 0; i < c.n; ++i) {
-    float got;
-    std::memcpy(&got, out.data() + c.offset + 4 * i, 4);
-    EXPECT_TRUE(kernel_cases::same_float(in.want[i], got))
-        << "element " << i << ": " << in.want[i] << " vs " << got;
-    if (::testing::Test::HasFailure()) return 0;
-  }
-  return in.redone;
+  expect_reduced(in, st, c.n);
+  return ::testing::Test::HasFailure() ? 0 : in.redone;
+}
+
+// The fused kernel: the reduction as above, and the scales, codes and NaN/Inf blocks of encoding
+// it equal the CPU codec's payload of the collectives' reduction.
+void check_reduce_encode(const ReduceCase& c, bool stochastic) {
+  SCOPED_TRACE(trace(c) + " sr=" + std::to_string(stochastic));
+  const kernel_cases::ReduceInputs in = kernel_cases::reduce_inputs(c);
+  Staged st = stage(c, in);
+  const kernel_cases::Reencoded want = kernel_cases::reencoded(c, in, stochastic);
+  const CodecOptions& o = want.options;
+  const std::vector<uint8_t>& cpu = want.payload;
+  const PayloadInfo& info = want.info;
+  const codec::Layout& l = want.layout;
+  std::vector<uint8_t> body(l.size + c.offset, 0xAB), flags(l.blocks, 0xFF);
+  const cuda_detail::ReduceArgs r = kernel_cases::reduce_args(
+      c, st.from.data(), st.own_at(), &codec::quant_table(c.type), st.out_at());
+  const cuda_detail::EncodeArgs e = encode_args(o, st.out_at(), c.n, l, body.data() + c.offset,
+                                                flags.data(), &codec::quant_table(c.type));
+  emu::launch(3, threads_for(c.block), e.table_bytes, [&] {
+    if (stochastic)
+      cuda_detail::reduce_encode_kernel<true>(r, e);
+    else
+      cuda_detail::reduce_encode_kernel<false>(r, e);
+  });
+  expect_reduced(in, st, c.n);
+  EXPECT_TRUE(std::equal(cpu.begin() + l.scales, cpu.begin() + l.special,
+                         body.begin() + c.offset + l.scales))
+      << "scales or codes differ";
+  std::vector<uint32_t> list;
+  expect_same_special_blocks(flags, cpu, l, info.special_blocks, &list);
 }
 
 TEST(KernelEmulation, ReduceMatchesTheCollectivesRuleForEveryType) {
@@ -349,6 +388,15 @@ TEST(KernelEmulation, ReduceMatchesForRanksTailsAndAlignment) {
 TEST(KernelEmulation, ReduceAveragesOverflowingSumsAsTheCollectivesDo) {
   EXPECT_GT(check_reduce({DataType::kDynamic, 900, 64, 4, 2, true, 4.0f, 1}), 0u);
   EXPECT_GT(check_reduce({DataType::kDynamic4, 600, 128, 3, 0, true, 5.0f, 0}), 0u);
+}
+
+TEST(KernelEmulation, FusedReduceEncodeMatchesTheCpuPayloadOfTheReduction) {
+  for (DataType type : all_data_types())
+    check_reduce_encode({type, 777, 64, 3, 1, true, 1.0f, 0}, false);
+  check_reduce_encode({DataType::kDynamic, 1001, 256, 4, 3, false, 1.0f, 3}, false);
+  check_reduce_encode({DataType::kDynamic, 1001, 256, 4, 0, true, 1.0f, 1}, true);
+  check_reduce_encode({DataType::kDynamic4, 999, 128, 5, 2, true, 1.0f, 2}, true);
+  check_reduce_encode({DataType::kDynamic, 900, 64, 4, 2, true, 4.0f, 1}, false);  // overflow
 }
 
 }  // namespace
