@@ -54,6 +54,20 @@ cudaError_t launch_write_special(const SpecialArgs& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+cudaError_t launch_finish(const FinishArgs& f, const SpecialArgs& s, cudaStream_t stream) {
+  compact_kernel<<<1, kThreads, 0, stream>>>(f);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  if (f.blocks > 0) {
+    // As many CUDA blocks as entries there could be; those past the count return at once.
+    special_kernel<<<capped_grid(f.blocks, 65535), kThreads, 0, stream>>>(s);
+    e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+  }
+  header_kernel<<<1, 32, 0, stream>>>(f);
+  return cudaGetLastError();
+}
+
 cudaError_t launch_decode(const DecodeArgs& a, cudaStream_t stream) {
   if (a.count == 0) return cudaSuccess;
   const uint64_t groups = (a.count + 3) / 4;

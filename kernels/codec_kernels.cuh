@@ -226,7 +226,8 @@ __global__ void __launch_bounds__(kThreads) encode_kernel(EncodeArgs a) {
 __global__ void __launch_bounds__(kThreads) special_kernel(SpecialArgs a) {
   const uint32_t entry_bytes = 4 + a.block / 4;
   const int align = alignment_of(a.in);
-  for (uint64_t s = blockIdx.x; s < a.specials; s += gridDim.x) {
+  const uint32_t specials = a.specials_at ? *a.specials_at : a.specials;
+  for (uint64_t s = blockIdx.x; s < specials; s += gridDim.x) {
     uint8_t* entry = a.out + s * entry_bytes;
     const uint64_t first = uint64_t{a.list[s]} * a.block;
     const uint32_t n = min_count(a.block, a.count - first);
@@ -243,6 +244,53 @@ __global__ void __launch_bounds__(kThreads) special_kernel(SpecialArgs a) {
       entry[4 + j] = static_cast<uint8_t>(classes);
     }
   }
+}
+
+// One CUDA block: the flagged blocks' indices in ascending order (a block-wide prefix sum over
+// each stretch of blockDim.x flags), their count, and whether any block mixed signs.
+__global__ void __launch_bounds__(kThreads) compact_kernel(FinishArgs a) {
+  __shared__ uint32_t scan[kThreads];
+  uint32_t total = 0, mixed = 0;  // the same running total in every thread
+  for (uint64_t first = 0; first < a.blocks; first += blockDim.x) {
+    const uint64_t b = first + threadIdx.x;
+    const uint8_t f = b < a.blocks ? a.flags[b] : 0;
+    mixed |= f & kFlagMixedSign;
+    const uint32_t mine = (f & kFlagNonFinite) ? 1u : 0u;
+    scan[threadIdx.x] = mine;
+    __syncthreads();
+    for (uint32_t d = 1; d < blockDim.x; d *= 2) {  // inclusive Hillis-Steele scan
+      const uint32_t v = threadIdx.x >= d ? scan[threadIdx.x - d] : 0u;
+      __syncthreads();
+      scan[threadIdx.x] += v;
+      __syncthreads();
+    }
+    if (mine) a.list[total + scan[threadIdx.x] - 1] = static_cast<uint32_t>(b);
+    total += scan[blockDim.x - 1];
+    __syncthreads();  // scan is rewritten by the next stretch
+  }
+  scan[threadIdx.x] = mixed;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  for (uint32_t t = 1; t < blockDim.x; ++t) mixed |= scan[t];
+  *a.specials = total;
+  *a.status = mixed;
+}
+
+// One thread: the header for the count of special blocks, its CRC patched from the template's by
+// the per-byte deltas (CRC32 is affine in its input), and the payload's size.
+__global__ void header_kernel(FinishArgs a) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  if (*a.status != 0) {
+    *a.size = 0;
+    return;
+  }
+  const uint32_t k = *a.specials;
+  uint32_t crc = load_u32(a.header + a.crc_at, 1);
+  for (uint32_t j = 0; j < 4; ++j) crc ^= a.crc_delta[256 * j + ((k >> (8 * j)) & 0xFFu)];
+  for (uint32_t i = 0; i < kHeaderBytes; ++i) a.out[i] = a.header[i];
+  store_u32(a.out + a.specials_at, k, 1);
+  store_u32(a.out + a.crc_at, crc, 1);
+  *a.size = a.base_size + uint64_t{k} * a.entry_bytes;
 }
 
 // Codes of the group of element i.

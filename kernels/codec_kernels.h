@@ -51,7 +51,30 @@ struct SpecialArgs {
   uint32_t block;
   const uint32_t* list;  // ascending block indices
   uint32_t specials;
-  uint8_t* out;  // the special section
+  uint8_t* out;                 // the special section
+  const uint32_t* specials_at;  // when not null, the count in device memory (replaces specials)
+};
+
+constexpr uint32_t kHeaderBytes = 32;  // codec::kHeaderSize (kernel_inputs.h checks it)
+
+// The end of an encode without a host round trip: after the encode kernel, compact_kernel lists
+// the blocks flagged non-finite (ascending) and counts them, special_kernel writes their entries
+// (with SpecialArgs::specials_at = specials), and header_kernel writes the header for that count
+// and the payload's size.
+struct FinishArgs {
+  const uint8_t* flags;  // per codec block, from the encode kernel
+  uint64_t blocks;
+  uint32_t* list;                // workspace of `blocks` entries
+  uint32_t* specials;            // device: the count
+  uint32_t* status;              // device: nonzero when a block mixed signs (dynamic_unsigned)
+  const uint32_t* crc_delta;     // device, [4][256]: kernel_inputs.h's header_crc_deltas()
+  uint8_t header[kHeaderBytes];  // the header with no special block (its CRC included)
+  uint32_t specials_at;          // offsets in the header: the count, the CRC
+  uint32_t crc_at;
+  uint64_t base_size;    // the payload's size without special blocks
+  uint32_t entry_bytes;  // bytes per special block
+  uint8_t* out;          // the payload
+  uint64_t* size;        // device: the payload's size, or 0 when a block mixed signs
 };
 
 struct DecodeArgs {
@@ -98,6 +121,9 @@ struct ReduceArgs {
 #ifndef OCTET_KERNEL_EMULATION
 cudaError_t launch_encode(const EncodeArgs& a, cudaStream_t stream);
 cudaError_t launch_write_special(const SpecialArgs& a, cudaStream_t stream);
+// compact_kernel, special_kernel (for up to f.blocks entries, the count read on the device) and
+// header_kernel: a payload finished on the stream, its size in *f.size.
+cudaError_t launch_finish(const FinishArgs& f, const SpecialArgs& s, cudaStream_t stream);
 // Decodes every element, then applies the special section (same order as the CPU).
 cudaError_t launch_decode(const DecodeArgs& a, cudaStream_t stream);
 cudaError_t launch_reduce(const ReduceArgs& a, cudaStream_t stream);

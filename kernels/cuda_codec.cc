@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -17,6 +18,7 @@
 #include "codec/backend.h"
 #include "codec/tables.h"
 #include "codec_kernels.h"
+#include "kernel_inputs.h"
 #include "octet/config.h"
 #include "octet/export.h"
 
@@ -153,13 +155,13 @@ void sync(cudaStream_t stream) {
 
 // ---- encode ---------------------------------------------------------------------------------
 
-// Runs the encode kernel into body (laid out as the payload: scales at base.scales, codes at
-// base.codes) and returns the blocks that hold NaN/Inf. Throws for mixed signs (unsigned type).
-std::vector<uint32_t> encode_body(const float* d_in, size_t count, const codec::ResolvedOptions& r,
-                                  const Layout& base, uint8_t* body, cudaStream_t stream) {
+// The encode kernel's arguments: body laid out as the payload (scales at base.scales, codes at
+// base.codes), one flag byte per block at flags.
+cuda_detail::EncodeArgs encode_args(const float* d_in, size_t count,
+                                    const codec::ResolvedOptions& r, const Layout& base,
+                                    uint8_t* body, uint8_t* flags) {
   const CodecOptions& o = r.options;
   const detail::QuantTable& host_table = codec::quant_table(o.type, o.mantissa_exponent_offset);
-  DeviceBuffer flags(base.blocks, stream);
   cuda_detail::EncodeArgs a{};
   a.in = d_in;
   a.count = count;
@@ -172,10 +174,19 @@ std::vector<uint32_t> encode_body(const float* d_in, size_t count, const codec::
   a.index_offset = o.index_offset;
   a.scales = body + base.scales;
   a.codes = body + base.codes;
-  a.flags = flags.get();
+  a.flags = flags;
   a.bits = r.bits;
   a.sms = sm_count();
-  check(cuda_detail::launch_encode(a, stream), "encode kernel launch");
+  return a;
+}
+
+// Runs the encode kernel into body and returns the blocks that hold NaN/Inf. Throws for mixed
+// signs (unsigned type).
+std::vector<uint32_t> encode_body(const float* d_in, size_t count, const codec::ResolvedOptions& r,
+                                  const Layout& base, uint8_t* body, cudaStream_t stream) {
+  DeviceBuffer flags(base.blocks, stream);
+  check(cuda_detail::launch_encode(encode_args(d_in, count, r, base, body, flags.get()), stream),
+        "encode kernel launch");
   std::vector<uint8_t> host_flags(base.blocks);
   copy(host_flags.data(), flags.get(), host_flags.size(), stream);
   sync(stream);
@@ -332,6 +343,103 @@ void decode_payload(const uint8_t* payload, size_t length, float* d_out, size_t 
   sync(stream);
 }
 
+// ---- asynchronous encode -----------------------------------------------------------------------
+
+// The asynchronous encode's device scratch for one device and stream: per-block flags, the list
+// of NaN/Inf blocks, the count and status words, header_kernel's CRC table. It grows to the
+// largest call and is kept for the process, so that later calls allocate nothing and can be
+// captured in a CUDA graph.
+struct Workspace {
+  uint8_t* flags = nullptr;
+  uint32_t* list = nullptr;
+  uint32_t* words = nullptr;  // [0]: the special count, [1]: the status
+  uint32_t* crc_delta = nullptr;
+  uint64_t blocks = 0;
+};
+
+void refuse_while_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
+  if (status != cudaStreamCaptureStatusNone)
+    invalid(
+        "encode_device_async: the first call of this size on this stream allocates its workspace "
+        "and cannot be captured; call it once before the capture");
+}
+
+Workspace& workspace(int device, cudaStream_t stream, uint64_t blocks) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, cudaStream_t>, Workspace> all;
+  const std::lock_guard<std::mutex> lock(mutex);
+  Workspace& w = all[{device, stream}];
+  if (w.words != nullptr && blocks <= w.blocks) return w;
+  refuse_while_capturing(stream);
+  if (w.words == nullptr) {
+    const std::array<uint32_t, 1024> deltas = cuda_detail::header_crc_deltas();
+    check(cudaMalloc(&w.words, 2 * sizeof(uint32_t)), "cudaMalloc");
+    check(cudaMalloc(&w.crc_delta, sizeof deltas), "cudaMalloc");
+    check(cudaMemcpy(w.crc_delta, deltas.data(), sizeof deltas, cudaMemcpyHostToDevice),
+          "cudaMemcpy");
+  }
+  if (blocks > w.blocks) {
+    sync(stream);  // earlier calls on the stream may still use the smaller buffers
+    cudaFree(w.flags);
+    cudaFree(w.list);
+    w.flags = nullptr;
+    w.list = nullptr;
+    w.blocks = 0;
+    check(cudaMalloc(&w.flags, blocks), "cudaMalloc");
+    check(cudaMalloc(&w.list, 4 * blocks), "cudaMalloc");
+    w.blocks = blocks;
+  }
+  return w;
+}
+
+void encode_payload_async(const codec::ResolvedOptions& r, const float* d_in, size_t count,
+                          uint8_t* out, size_t out_capacity, uint64_t* d_size,
+                          cudaStream_t stream) {
+  if (r.options.checksum)
+    invalid(
+        "encode_device_async: checksum is not supported (its CRC is computed on the host); "
+        "use encode_device");
+  if (d_size == nullptr) invalid("encode_device_async: the size pointer is null");
+  const codec::EncodePlan plan = codec::plan_encode(r, d_in, count, out, out_capacity);
+  // Room for every block to hold NaN/Inf: how many do is only known on the device.
+  codec::finish_layout(plan, static_cast<uint32_t>(plan.base.blocks), out_capacity);
+  require_device();
+  const Where out_at = locate(out), size_at = locate(d_size);
+  if (!out_at.on_device || !size_at.on_device)
+    invalid("encode_device_async: the output and the size must be device memory");
+  if (count > 0) {
+    const Where in_at = locate(d_in);
+    if (!in_at.on_device) invalid("encode_device_async: the input is not device memory");
+    if (in_at.device != out_at.device)
+      invalid("encode_device_async: input and output are on different devices");
+  }
+  if (size_at.device != out_at.device)
+    invalid("encode_device_async: output and size are on different devices");
+  const DeviceScope scope(out_at.device);
+  Workspace& w = workspace(out_at.device, stream, plan.base.blocks);
+  if (count > 0)
+    check(cuda_detail::launch_encode(encode_args(d_in, count, r, plan.base, out, w.flags), stream),
+          "encode kernel launch");
+  cuda_detail::FinishArgs f = cuda_detail::finish_args(plan);
+  f.flags = w.flags;
+  f.list = w.list;
+  f.specials = w.words;
+  f.status = w.words + 1;
+  f.crc_delta = w.crc_delta;
+  f.out = out;
+  f.size = d_size;
+  cuda_detail::SpecialArgs special{};
+  special.in = d_in;
+  special.count = count;
+  special.block = r.block;
+  special.list = w.list;
+  special.out = out + plan.base.special;
+  special.specials_at = w.words;
+  check(cuda_detail::launch_finish(f, special, stream), "payload kernels launch");
+}
+
 class DeviceBackend final : public codec::CodecBackend {
  public:
   const char* name() const override { return "cuda"; }
@@ -339,6 +447,12 @@ class DeviceBackend final : public codec::CodecBackend {
   size_t encode(const codec::ResolvedOptions& options, const float* in, size_t count, uint8_t* out,
                 size_t out_capacity, void* stream) const override {
     return encode_payload(options, in, count, out, out_capacity, static_cast<cudaStream_t>(stream));
+  }
+  void encode_async(const codec::ResolvedOptions& options, const float* in, size_t count,
+                    uint8_t* out, size_t out_capacity, uint64_t* size,
+                    void* stream) const override {
+    encode_payload_async(options, in, count, out, out_capacity, size,
+                         static_cast<cudaStream_t>(stream));
   }
   void decode(const uint8_t* payload, size_t length, float* out, size_t count, DecodeMode mode, int,
               void* stream) const override {

@@ -2,6 +2,7 @@
 // for the callers of the launchers: liboctet_cuda's host code, the kernel tests and benchmarks.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "codec/payload.h"
@@ -30,6 +31,40 @@ inline Contribution contribution_of(const uint8_t* p, const PayloadInfo& info) {
 // argument.
 inline const detail::QuantTable& host_table(DataType type, int mantissa_exponent_offset = 0) {
   return codec::quant_table(type, mantissa_exponent_offset);
+}
+
+static_assert(kHeaderBytes == codec::kHeaderSize, "the kernels' header size is the codec's");
+
+// header_kernel's table: deltas[256 * j + v] is what byte j of the special count being v adds to
+// the header's CRC (CRC32 is affine: crc(a ^ b) = crc(a) ^ crc(b) ^ crc(0) for equal lengths),
+// from the codec's own crc32_of.
+inline std::array<uint32_t, 1024> header_crc_deltas() {
+  std::array<uint32_t, 1024> deltas{};
+  const std::array<uint8_t, codec::kHeaderCrcAt> zeros{};
+  const uint32_t zero = codec::crc32_of(zeros.data(), zeros.size());
+  for (uint32_t j = 0; j < 4; ++j)
+    for (uint32_t v = 0; v < 256; ++v) {
+      // A fresh buffer each time: with one buffer whose byte was reset after each CRC, Debian's
+      // GCC 12.2 at -O2 dropped that resetting store (its tree-DSE pass; -fno-tree-dse kept it),
+      // and the delta of byte 13 being 0 came out non-zero.
+      std::array<uint8_t, codec::kHeaderCrcAt> bytes{};
+      bytes[codec::kHeaderSpecialsAt + j] = static_cast<uint8_t>(v);
+      deltas[256 * j + v] = codec::crc32_of(bytes.data(), bytes.size()) ^ zero;
+    }
+  return deltas;
+}
+
+// FinishArgs for an encode planned by codec::plan_encode, except the device pointers (flags,
+// list, specials, status, crc_delta, out, size), which the caller sets.
+inline FinishArgs finish_args(const codec::EncodePlan& plan) {
+  FinishArgs f{};
+  codec::write_plan_header(f.header, plan, 0);
+  f.specials_at = codec::kHeaderSpecialsAt;
+  f.crc_at = codec::kHeaderCrcAt;
+  f.blocks = plan.base.blocks;
+  f.base_size = plan.base.size;
+  f.entry_bytes = static_cast<uint32_t>(plan.base.special_entry);
+  return f;
 }
 
 }  // namespace cuda_detail

@@ -34,6 +34,19 @@ OCTET_API bool cuda_device_available(std::string* why = nullptr);
 OCTET_API size_t encode_device(const float* d_in, size_t count, const CodecOptions& options,
                                uint8_t* out, size_t out_capacity, void* stream = nullptr);
 
+// encode_device without a host round trip: everything is enqueued on `stream` and the call
+// returns at once. d_out (device memory, any alignment) receives the payload and *d_size (device
+// memory) its size in bytes, or 0 when the input is not single-signed for dynamic_unsigned (the
+// error encode_device throws). The payload's bytes are encode_device's. out_capacity must be at
+// least max_encoded_size(count, options), since how many blocks hold NaN/Inf is only known on
+// the device. options.checksum is not supported here (kInvalidArgument). No allocation after the
+// first call for a stream and size: a workspace is kept per device and stream, growing with the
+// largest call, so after one call of the largest size (outside a capture) the call can be
+// captured in a CUDA graph.
+OCTET_API void encode_device_async(const float* d_in, size_t count, const CodecOptions& options,
+                                   uint8_t* d_out, size_t out_capacity, uint64_t* d_size,
+                                   void* stream = nullptr);
+
 // Decodes a whole payload (device or host memory; length must equal its size) into d_out, device
 // memory of count floats (any alignment). Validates the payload first, as octet::decode does: on
 // error d_out is untouched. Finite results equal octet::decode's bit for bit; a NaN result is a NaN

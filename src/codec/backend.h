@@ -26,6 +26,11 @@ class CodecBackend {
   // host backend's worker threads (0: automatic, 1: the calling thread).
   virtual size_t encode(const ResolvedOptions& options, const float* in, size_t count, uint8_t* out,
                         size_t out_capacity, void* stream) const = 0;
+  // encode without a host round trip (octet/cuda.h, encode_device_async): the payload at out, its
+  // size (or 0 for mixed signs in dynamic_unsigned) at *size, both in the backend's memory.
+  // Only the device backend has it; the default throws kUnavailable.
+  virtual void encode_async(const ResolvedOptions& options, const float* in, size_t count,
+                            uint8_t* out, size_t out_capacity, uint64_t* size, void* stream) const;
   // Decodes a whole payload into out[0, count); validates everything before writing.
   virtual void decode(const uint8_t* payload, size_t length, float* out, size_t count,
                       DecodeMode mode, int threads, void* stream) const = 0;

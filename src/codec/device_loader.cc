@@ -96,6 +96,12 @@ size_t encode_device(const float* d_in, size_t count, const CodecOptions& option
   return codec::device_backend().encode(r, d_in, count, out, out_capacity, stream);
 }
 
+void encode_device_async(const float* d_in, size_t count, const CodecOptions& options,
+                         uint8_t* d_out, size_t out_capacity, uint64_t* d_size, void* stream) {
+  const codec::ResolvedOptions r = codec::resolve(options);  // bad options: kInvalidArgument
+  codec::device_backend().encode_async(r, d_in, count, d_out, out_capacity, d_size, stream);
+}
+
 void decode_device(const uint8_t* payload, size_t length, float* d_out, size_t count,
                    DecodeMode mode, void* stream) {
   codec::device_backend().decode(payload, length, d_out, count, mode, 1, stream);

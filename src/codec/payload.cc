@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "codec/backend.h"
 #include "octet/detail/quant_math.h"
 
 namespace octet {
@@ -137,9 +138,9 @@ void write_header(uint8_t* out, const PayloadInfo& info) {
                                 (info.stochastic ? kFlagStochastic : 0));
   out[7] = static_cast<uint8_t>(info.mantissa_exponent_offset);
   store_u32(out + 8, info.block_size);
-  store_u32(out + 12, info.special_blocks);
+  store_u32(out + kHeaderSpecialsAt, info.special_blocks);
   store_u64(out + 16, info.count);
-  store_u32(out + 28, crc32_of(out, 28));
+  store_u32(out + kHeaderCrcAt, crc32_of(out, kHeaderCrcAt));
 }
 
 PayloadInfo read_header(const uint8_t* p, size_t length) {
@@ -150,7 +151,7 @@ PayloadInfo read_header(const uint8_t* p, size_t length) {
                                                   " bytes, the header alone needs 32");
   if (std::memcmp(p, kMagic, 4) != 0) corrupt("bad magic (not an Octet payload)");
   if (p[4] != kVersion) corrupt("unsupported version " + std::to_string(p[4]));
-  if (load_u32(p + 28) != crc32_of(p, 28)) corrupt("header checksum mismatch");
+  if (load_u32(p + kHeaderCrcAt) != crc32_of(p, kHeaderCrcAt)) corrupt("header checksum mismatch");
   if (!known_type(p[5])) corrupt("unknown data type " + std::to_string(p[5]));
   if ((p[6] & ~(kFlagChecksum | kFlagStochastic)) != 0) corrupt("unknown flags");
   if (load_u32(p + 24) != 0) corrupt("reserved field is not zero");
@@ -160,7 +161,7 @@ PayloadInfo read_header(const uint8_t* p, size_t length) {
   info.stochastic = (p[6] & kFlagStochastic) != 0;
   info.mantissa_exponent_offset = p[7];
   info.block_size = load_u32(p + 8);
-  info.special_blocks = load_u32(p + 12);
+  info.special_blocks = load_u32(p + kHeaderSpecialsAt);
   info.count = load_u64(p + 16);
   const uint32_t b = info.block_size;
   if (b < kMinBlockSize || b > kMaxBlockSize || (b & (b - 1)) != 0)
@@ -215,6 +216,14 @@ void validate_body(const uint8_t* p, const PayloadInfo& info, const Layout& l) {
   }
   if (data_type_bits(info.type) == 4 && (info.count & 1) && (p[l.codes + l.code_bytes - 1] >> 4))
     throw Error(ErrorCode::kCorruptPayload, "corrupt payload: padding nibble is not zero");
+}
+
+// Here, with the payload assembly both backends link, so that the interface's one default has
+// one definition.
+void CodecBackend::encode_async(const ResolvedOptions&, const float*, size_t, uint8_t*, size_t,
+                                uint64_t*, void*) const {
+  throw Error(ErrorCode::kUnavailable,
+              std::string("the ") + name() + " codec backend has no asynchronous encode");
 }
 
 }  // namespace codec

@@ -10,6 +10,8 @@ namespace octet {
 namespace codec {
 
 constexpr uint32_t kHeaderSize = 32;
+constexpr uint32_t kHeaderSpecialsAt = 12;  // u32: blocks holding NaN/Inf
+constexpr uint32_t kHeaderCrcAt = 28;       // u32: CRC32 of the header's first 28 bytes
 constexpr uint8_t kVersion = 1;
 constexpr uint8_t kFlagChecksum = 1;
 constexpr uint8_t kFlagStochastic = 2;

@@ -51,6 +51,13 @@ TEST(CudaAvailability, ReportsMissingDeviceCleanly) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();
   }
+  uint64_t size = 0;
+  try {
+    encode_device_async(x, 4, {}, out.data(), out.size(), &size);
+    ADD_FAILURE() << "encode_device_async did not throw without a device";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();
+  }
 }
 
 TEST(CudaAvailability, BadOptionsAreInvalidArgumentWithOrWithoutDevice) {
@@ -279,6 +286,115 @@ void expect_decode_matches(const std::vector<uint8_t>& payload, size_t n, Decode
   std::vector<float> gpu(n);
   download(gpu.data(), d_out.get(), n * 4);
   expect_same_floats(cpu, gpu);
+}
+
+// encode_device_async into device memory at out_offset bytes; the payload (its size read from
+// the device after the stream's work), or an empty vector for the size 0 of mixed signs.
+std::vector<uint8_t> gpu_encode_async(const std::vector<float>& x, const CodecOptions& o,
+                                      size_t in_offset, size_t out_offset) {
+  const size_t cap = max_encoded_size(x.size(), o);
+  DeviceBytes in(x.size() * sizeof(float), in_offset), out(cap, out_offset), size(8, 0);
+  upload(in.get(), x.data(), x.size() * sizeof(float));
+  cudaStream_t stream;
+  EXPECT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  encode_device_async(reinterpret_cast<const float*>(in.get()), x.size(), o, out.get(), cap,
+                      reinterpret_cast<uint64_t*>(size.get()), stream);
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  cudaStreamDestroy(stream);
+  uint64_t n = 0;
+  download(&n, size.get(), sizeof n);
+  EXPECT_LE(n, cap);
+  std::vector<uint8_t> payload(n);
+  download(payload.data(), out.get(), n);
+  return payload;
+}
+
+TEST(CudaEncodeAsync, MatchesCpuForEveryTypeSizeNanInfAndRounding) {
+  SKIP_WITHOUT_DEVICE();
+  for (DataType type : all_data_types())
+    for (size_t n : kSizes)
+      for (bool stochastic : {false, true}) {
+        CodecOptions o;
+        o.type = type;
+        o.stochastic = stochastic;
+        o.seed = 11;
+        o.index_offset = 5;
+        const auto x = make_input(n, static_cast<uint32_t>(n) + 3, n > 100,
+                                  type == DataType::kDynamicUnsigned);
+        ASSERT_EQ(gpu_encode_async(x, o, 0, 0), encode(x, o))
+            << data_type_name(type) << " n=" << n << " sr=" << stochastic;
+      }
+  const auto x = make_input(70001, 11, true, false);
+  CodecOptions o;
+  o.block_size = 64;  // many blocks, several of them with NaN/Inf
+  ASSERT_EQ(gpu_encode_async(x, o, 3, 1), encode(x, o)) << "misaligned, block 64";
+}
+
+TEST(CudaEncodeAsync, MixedSignsGiveSizeZeroAndBadCallsThrow) {
+  SKIP_WITHOUT_DEVICE();
+  CodecOptions u;
+  u.type = DataType::kDynamicUnsigned;
+  EXPECT_TRUE(gpu_encode_async(make_input(1000, 2, false, false), u, 0, 0).empty());
+
+  const auto x = make_input(1000, 2, true, false);
+  DeviceBytes in(x.size() * 4, 0), out(max_encoded_size(x.size(), {}), 0), size(8, 0);
+  const float* d_in = reinterpret_cast<const float*>(in.get());
+  auto* d_size = reinterpret_cast<uint64_t*>(size.get());
+  const auto code_of = [&](const CodecOptions& o, size_t cap, uint64_t* at) {
+    try {
+      encode_device_async(d_in, x.size(), o, out.get(), cap, at);
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return ErrorCode::kOk;
+  };
+  CodecOptions checksum;
+  checksum.checksum = true;
+  EXPECT_EQ(code_of(checksum, max_encoded_size(x.size(), checksum), d_size),
+            ErrorCode::kInvalidArgument);
+  // Enough without NaN/Inf but not for every block holding some: refused before any work.
+  EXPECT_EQ(code_of({}, max_encoded_size(x.size(), {}) - 1, d_size), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of({}, max_encoded_size(x.size(), {}), nullptr), ErrorCode::kInvalidArgument);
+  uint64_t host_size = 0;
+  EXPECT_EQ(code_of({}, max_encoded_size(x.size(), {}), &host_size), ErrorCode::kInvalidArgument);
+}
+
+// After one call of the largest size, the call is captured in a CUDA graph; replays encode
+// whatever the input holds at replay time.
+TEST(CudaEncodeAsync, CapturedInAGraphAndReplayed) {
+  SKIP_WITHOUT_DEVICE();
+  const size_t n = 100003;
+  CodecOptions o;
+  const size_t cap = max_encoded_size(n, o);
+  DeviceBytes in(n * 4, 0), out(cap, 0), size(8, 0);
+  const float* d_in = reinterpret_cast<const float*>(in.get());
+  auto* d_size = reinterpret_cast<uint64_t*>(size.get());
+  cudaStream_t stream;
+  cuda_ok(cudaStreamCreate(&stream));
+  const auto first = make_input(n, 1, true, false);
+  upload(in.get(), first.data(), n * 4);
+  encode_device_async(d_in, n, o, out.get(), cap, d_size, stream);  // the warm-up
+  cuda_ok(cudaStreamSynchronize(stream));
+  cudaGraph_t graph;
+  cuda_ok(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  encode_device_async(d_in, n, o, out.get(), cap, d_size, stream);
+  cuda_ok(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec;
+  cuda_ok(cudaGraphInstantiate(&exec, graph, 0));
+  for (uint32_t seed : {2u, 3u}) {
+    const auto x = make_input(n, seed, seed == 3, false);
+    upload(in.get(), x.data(), n * 4);
+    cuda_ok(cudaGraphLaunch(exec, stream));
+    cuda_ok(cudaStreamSynchronize(stream));
+    uint64_t bytes = 0;
+    download(&bytes, d_size, sizeof bytes);
+    std::vector<uint8_t> payload(bytes);
+    download(payload.data(), out.get(), bytes);
+    ASSERT_EQ(payload, encode(x, o)) << "replay with input " << seed;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
 }
 
 TEST(CudaDecode, MatchesCpuForEveryTypeSizeAndMode) {

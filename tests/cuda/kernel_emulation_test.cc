@@ -128,6 +128,7 @@ using std::min;
 #include "codec/payload.h"
 #include "codec/tables.h"
 #include "kernel_cases.h"
+#include "kernel_inputs.h"
 #include "octet/codec.h"
 
 namespace octet {
@@ -397,6 +398,92 @@ TEST(KernelEmulation, FusedReduceEncodeMatchesTheCpuPayloadOfTheReduction) {
   check_reduce_encode({DataType::kDynamic, 1001, 256, 4, 0, true, 1.0f, 1}, true);
   check_reduce_encode({DataType::kDynamic4, 999, 128, 5, 2, true, 1.0f, 2}, true);
   check_reduce_encode({DataType::kDynamic, 900, 64, 4, 2, true, 4.0f, 1}, false);  // overflow
+}
+
+// An encode finished on the device: the encode kernel, then compact_kernel, special_kernel with
+// the count read from device memory, and header_kernel give the CPU codec's whole payload (header
+// and its CRC included) and its size, with no host step between them.
+void check_finished_encode(DataType type, size_t n, uint32_t block, bool stochastic,
+                           const std::vector<float>& x) {
+  SCOPED_TRACE(std::string(data_type_name(type)) + " n=" + std::to_string(n) +
+               " block=" + std::to_string(block) + " sr=" + std::to_string(stochastic));
+  CodecOptions o;
+  o.type = type;
+  o.block_size = block;
+  o.stochastic = stochastic;
+  o.seed = 3;
+  o.index_offset = 99;
+  const codec::ResolvedOptions resolved = codec::resolve(o);
+  const size_t capacity = max_encoded_size(n, o);
+  std::vector<uint8_t> out(capacity, 0xEE), flags(1 + n / block, 0xFF);
+  const codec::EncodePlan plan = codec::plan_encode(resolved, x.data(), n, out.data(), capacity);
+  const cuda_detail::EncodeArgs e =
+      encode_args(o, x.data(), n, plan.base, out.data(), flags.data(), &codec::quant_table(type));
+  std::vector<uint32_t> list(plan.base.blocks + 1);
+  const std::array<uint32_t, 1024> table = cuda_detail::header_crc_deltas();
+  uint32_t specials = 0xDEAD, status = 0xDEAD;
+  uint64_t size = 0xDEAD;
+  cuda_detail::FinishArgs f = cuda_detail::finish_args(plan);
+  f.flags = flags.data();
+  f.list = list.data();
+  f.specials = &specials;
+  f.status = &status;
+  f.crc_delta = table.data();
+  f.out = out.data();
+  f.size = &size;
+  cuda_detail::SpecialArgs sa{};
+  sa.in = x.data();
+  sa.count = n;
+  sa.block = block;
+  sa.list = list.data();
+  sa.out = out.data() + plan.base.special;
+  sa.specials_at = &specials;
+  emu::launch(2, threads_for(block), e.table_bytes, [&] {
+    if (stochastic)
+      cuda_detail::encode_kernel<true>(e);
+    else
+      cuda_detail::encode_kernel<false>(e);
+  });
+  emu::launch(1, 64, 0, [&] { cuda_detail::compact_kernel(f); });
+  emu::launch(3, 32, 0, [&] { cuda_detail::special_kernel(sa); });
+  emu::launch(1, 32, 0, [&] { cuda_detail::header_kernel(f); });
+  bool mixed = false;
+  std::vector<uint8_t> cpu;
+  try {
+    cpu = encode(x, o);
+  } catch (const Error& err) {
+    mixed = err.code() == ErrorCode::kInvalidArgument;
+  }
+  if (mixed) {  // dynamic_unsigned on data of both signs: the CPU throws, the device says size 0
+    EXPECT_NE(status, 0u);
+    EXPECT_EQ(size, 0u);
+    return;
+  }
+  EXPECT_EQ(status, 0u);
+  ASSERT_EQ(size, cpu.size());
+  EXPECT_EQ(specials, inspect(cpu.data(), cpu.size()).special_blocks);
+  for (size_t i = 0; i < cpu.size(); ++i)
+    ASSERT_EQ(out[i], cpu[i]) << "payload byte " << i << " of " << cpu.size();
+}
+
+TEST(KernelEmulation, EncodeFinishedOnTheDeviceIsTheCpuPayload) {
+  for (DataType type : all_data_types())
+    for (size_t n : {size_t{1}, size_t{131}, size_t{777}})
+      check_finished_encode(type, n, 64, false,
+                            make_input(n, 7, type == DataType::kDynamicUnsigned));
+  // More flagged blocks than the compaction's 64 threads take at once: NaN in two blocks of
+  // three, so that a stretch's last block is flagged in some stretches and not in others.
+  std::vector<float> x = make_input(64 * 300 + 5, 8, false);
+  for (size_t b = 0; b < 300; ++b)
+    if (b % 3 != 1) x[64 * b + 7] = std::numeric_limits<float>::quiet_NaN();
+  check_finished_encode(DataType::kDynamic, x.size(), 64, true, x);
+  // No special block at all, and an empty tensor.
+  check_finished_encode(DataType::kDynamic4, 1000, 128, false, std::vector<float>(1000, 0.5f));
+  check_finished_encode(DataType::kDynamic, 0, 64, false, {});
+}
+
+TEST(KernelEmulation, EncodeFinishedOnTheDeviceReportsMixedSignsAsSizeZero) {
+  check_finished_encode(DataType::kDynamicUnsigned, 300, 64, false, make_input(300, 7, false));
 }
 
 }  // namespace
