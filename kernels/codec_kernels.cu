@@ -59,8 +59,9 @@ cudaError_t launch_finish(const FinishArgs& f, const SpecialArgs& s, cudaStream_
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   if (f.blocks > 0) {
-    // As many CUDA blocks as entries there could be; those past the count return at once.
-    special_kernel<<<capped_grid(f.blocks, 65535), kThreads, 0, stream>>>(s);
+    // The count is only known on the device: up to 1024 CUDA blocks loop over however many
+    // entries there are (most calls have none, and the extra blocks return at once).
+    special_kernel<<<capped_grid(f.blocks, 1024), kThreads, 0, stream>>>(s);
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }

@@ -1,6 +1,7 @@
-// GPU encode/decode throughput (Google Benchmark). Each case also times a device-to-device copy of
-// its input in the same run: `vs_copy` = codec time / copy time (below 1 means faster than moving
-// the fp32 tensor once). Exits 0 with a message when there is no CUDA device.
+// GPU encode (encode_device, encode_device_async) and decode throughput (Google Benchmark). Each
+// case also times a device-to-device copy of its input in the same run: `vs_copy` = codec time /
+// copy time (below 1 means faster than moving the fp32 tensor once). Exits 0 with a message when
+// there is no CUDA device.
 //
 //   build/bench/cuda/octet_cuda_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
@@ -53,6 +54,24 @@ void BM_Encode(benchmark::State& state) {
   set_counters(state, n, copy_s);
 }
 
+// encode_device_async: the same bytes without the host round trips; each iteration waits for
+// the stream, so that the time is comparable with BM_Encode's.
+void BM_EncodeAsync(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const octet::CodecOptions o = options_of(state);
+  const std::vector<float> x = random_input(n);
+  const size_t cap = octet::max_encoded_size(n, o);
+  DeviceMemory in(n * sizeof(float)), copy(n * sizeof(float)), out(cap), size(sizeof(uint64_t));
+  check(cudaMemcpy(in.p, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  const double copy_s = copy_seconds(copy.p, in.p, n * sizeof(float));
+  for (auto _ : state) {
+    octet::encode_device_async(static_cast<const float*>(in.p), n, o, out.bytes(), cap,
+                               static_cast<uint64_t*>(size.p));
+    check(cudaStreamSynchronize(nullptr));
+  }
+  set_counters(state, n, copy_s);
+}
+
 void BM_Decode(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   const octet::CodecOptions o = options_of(state);
@@ -77,6 +96,7 @@ void Args(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_Encode)->Apply(Args);
+BENCHMARK(BM_EncodeAsync)->Apply(Args);
 BENCHMARK(BM_Decode)->Apply(Args);
 
 }  // namespace
