@@ -69,6 +69,11 @@ cudaError_t launch_finish(const FinishArgs& f, const SpecialArgs& s, cudaStream_
   return cudaGetLastError();
 }
 
+cudaError_t launch_validate(const ValidateArgs& a, cudaStream_t stream) {
+  validate_kernel<<<1, kThreads, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
 cudaError_t launch_decode(const DecodeArgs& a, cudaStream_t stream) {
   if (a.count == 0) return cudaSuccess;
   const uint64_t groups = (a.count + 3) / 4;

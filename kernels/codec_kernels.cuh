@@ -293,6 +293,67 @@ __global__ void header_kernel(FinishArgs a) {
   *a.size = a.base_size + uint64_t{k} * a.entry_bytes;
 }
 
+// Thread 0: the payload's count of special blocks if its header is the expected one for that
+// count (every byte but the count, and the CRC patched as header_kernel patches it), and the
+// payload fits the buffer; else kPayloadBadHeader in *bad.
+__device__ uint32_t checked_header(const ValidateArgs& a, uint32_t* bad) {
+  const uint8_t* p = a.payload;
+  for (uint32_t i = 0; i < a.crc_at; ++i)
+    if ((i < a.specials_at || i >= a.specials_at + 4) && p[i] != a.header[i])
+      *bad = kPayloadBadHeader;
+  const uint32_t k = load_u32(p + a.specials_at, 1);
+  if (k > a.blocks || a.base_size + uint64_t{k} * a.entry_bytes > a.capacity) {
+    *bad = kPayloadBadHeader;
+    return 0;
+  }
+  uint32_t crc = load_u32(a.header + a.crc_at, 1);
+  for (uint32_t j = 0; j < 4; ++j) crc ^= a.crc_delta[256 * j + ((k >> (8 * j)) & 0xFFu)];
+  if (load_u32(p + a.crc_at, 1) != crc) *bad = kPayloadBadHeader;
+  return k;
+}
+
+// This thread's share of the body rules: a bit per broken rule (1 << PayloadStatus).
+__device__ uint32_t body_faults(const ValidateArgs& a, uint32_t k) {
+  const uint8_t* p = a.payload;
+  uint32_t faults = 0;
+  for (uint64_t b = threadIdx.x; b < a.blocks; b += blockDim.x)
+    if (!detail::is_finite_bits(load_u32(p + a.scales + 4 * b, 1)))
+      faults |= 1u << kPayloadBadScale;
+  for (uint32_t s = threadIdx.x; s < k; s += blockDim.x) {
+    const uint8_t* entry = p + a.special + uint64_t{s} * a.entry_bytes;
+    const uint32_t b = load_u32(entry, 1);
+    const int64_t previous = s == 0 ? -1 : int64_t{load_u32(entry - a.entry_bytes, 1)};
+    if (!detail::special_index_is_valid(b, previous, a.blocks) ||
+        !detail::special_tail_is_valid(entry + 4, b, a.block, a.count))
+      faults |= 1u << kPayloadBadSpecial;
+  }
+  if (threadIdx.x == 0 && a.code_bytes > 0 &&
+      !detail::padding_is_valid(a.bits, a.count, p[a.codes + a.code_bytes - 1]))
+    faults |= 1u << kPayloadBadPadding;
+  return faults;
+}
+
+__global__ void __launch_bounds__(kThreads) validate_kernel(ValidateArgs a) {
+  __shared__ uint32_t faults[kThreads];
+  __shared__ uint32_t header_fault, count;
+  if (threadIdx.x == 0) {
+    uint32_t bad = kPayloadOk;
+    count = checked_header(a, &bad);
+    header_fault = bad;
+  }
+  __syncthreads();
+  faults[threadIdx.x] = header_fault == kPayloadOk ? body_faults(a, count) : 0u;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  uint32_t all = 0;
+  for (uint32_t t = 0; t < blockDim.x; ++t) all |= faults[t];
+  uint32_t status = header_fault;
+  for (uint32_t rule = kPayloadBadScale; status == kPayloadOk && rule <= kPayloadBadPadding; ++rule)
+    if (all & (1u << rule)) status = rule;
+  *a.status = status;
+  *a.specials = status == kPayloadOk ? count : 0u;
+}
+
 // Codes of the group of element i.
 __device__ __forceinline__ void load_codes(const uint8_t* codes, uint64_t i, uint32_t m, int bits,
                                            uint32_t c[4]) {
@@ -429,6 +490,14 @@ __device__ float average_of_terms(const ReduceArgs& a, const detail::QuantTable&
   return avg;
 }
 
+// False when validate_kernel rejected one of the other ranks' payloads.
+__device__ bool contributions_valid(const ReduceArgs& a) {
+  if (a.statuses == nullptr) return true;
+  for (int r = 0; r < a.ranks; ++r)
+    if (r != a.me && a.statuses[r] != kPayloadOk) return false;
+  return true;
+}
+
 // The reduction of the m elements of the group at i (any group of the tensor).
 __device__ void reduce_group(const ReduceArgs& a, const detail::QuantTable& t, uint64_t i,
                              uint32_t m, int block_shift, float sum[4]) {
@@ -458,6 +527,7 @@ __device__ void reduce_group(const ReduceArgs& a, const detail::QuantTable& t, u
 }
 
 __global__ void __launch_bounds__(kThreads) reduce_kernel(ReduceArgs a) {
+  if (!contributions_valid(a)) return;
   __shared__ __align__(16) uint8_t smem[kTablePrefix];
   const detail::QuantTable& t = shared_values(smem, a.table);
   const int out_align = alignment_of(a.out);
@@ -479,6 +549,7 @@ __global__ void __launch_bounds__(kThreads) reduce_kernel(ReduceArgs a) {
 // e.block r.block; e.table the full table (the reduction reads its values from the same copy).
 template <bool kStochastic>
 __global__ void __launch_bounds__(kThreads) reduce_encode_kernel(ReduceArgs r, EncodeArgs e) {
+  if (!contributions_valid(r)) return;
   OCTET_DYNAMIC_SHARED(smem);
   copy_table(smem, e.table, e.table_bytes);
   __syncthreads();

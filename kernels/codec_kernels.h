@@ -116,6 +116,39 @@ struct ReduceArgs {
   const detail::QuantTable* table;  // device copy: every contribution has this type
   float* out;
   int sms;
+  // Device, `ranks` entries (null: the payloads are known to be valid): validate_kernel's
+  // verdicts on the contributions. If one is not kPayloadOk, the reduction (and the fused
+  // kernel's encoding) writes nothing; the caller reports the error from the statuses.
+  const uint32_t* statuses;
+};
+
+// A received payload checked on the device against what the receiver expects (the header it
+// would write itself for this call, with any count of NaN/Inf blocks), by the body rules of
+// quant_math.h that the host's validate_body applies too: no host round trip, and the kernels
+// that follow read the status and the count instead of trusting the bytes.
+enum PayloadStatus : uint32_t {
+  kPayloadOk = 0,
+  kPayloadBadHeader = 1,   // not the expected header (or its CRC), or too many special blocks
+  kPayloadBadScale = 2,    // a scale is not finite
+  kPayloadBadSpecial = 3,  // special entries not ascending, out of range, or past the tail
+  kPayloadBadPadding = 4,  // 4-bit padding nibble not zero
+};
+
+struct ValidateArgs {
+  const uint8_t* payload;
+  uint64_t capacity;             // bytes the buffer holds: the payload must fit
+  uint8_t header[kHeaderBytes];  // the expected header with no special block
+  uint32_t specials_at, crc_at;  // offsets in the header: the count, the CRC
+  const uint32_t* crc_delta;     // device, [4][256]: kernel_inputs.h's header_crc_deltas()
+  uint64_t blocks;
+  uint32_t block;
+  uint64_t count;
+  int bits;
+  uint64_t scales, codes, code_bytes, special;  // the layout (independent of the count)
+  uint32_t entry_bytes;
+  uint64_t base_size;  // the size with no special block
+  uint32_t* status;    // device: a PayloadStatus, the first rule broken in validate_body's order
+  uint32_t* specials;  // device: the payload's count of special blocks if valid, else 0
 };
 
 #ifndef OCTET_KERNEL_EMULATION
@@ -127,6 +160,8 @@ cudaError_t launch_finish(const FinishArgs& f, const SpecialArgs& s, cudaStream_
 // Decodes every element, then applies the special section (same order as the CPU).
 cudaError_t launch_decode(const DecodeArgs& a, cudaStream_t stream);
 cudaError_t launch_reduce(const ReduceArgs& a, cudaStream_t stream);
+// validate_kernel: one CUDA block; writes *a.status and *a.specials.
+cudaError_t launch_validate(const ValidateArgs& a, cudaStream_t stream);
 // The reduction and the encode kernel's work on its result in one kernel: r.out receives the
 // reduced values (the special section's writer reads them), e the scales, codes and flags of
 // encoding them. e.in must be r.out, with the same count, block and bits (else

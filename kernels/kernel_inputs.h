@@ -67,5 +67,29 @@ inline FinishArgs finish_args(const codec::EncodePlan& plan) {
   return f;
 }
 
+// ValidateArgs for a payload of `count` elements encoded with these options, except the device
+// pointers (payload, crc_delta, status, specials) and the capacity, which the caller sets.
+inline ValidateArgs validate_args(const codec::ResolvedOptions& options, uint64_t count) {
+  const codec::EncodePlan plan{
+      &options, count,
+      codec::make_layout(count, options.block, options.bits, 0, options.options.checksum)};
+  const FinishArgs f = finish_args(plan);
+  ValidateArgs v{};
+  for (uint32_t i = 0; i < kHeaderBytes; ++i) v.header[i] = f.header[i];
+  v.specials_at = f.specials_at;
+  v.crc_at = f.crc_at;
+  v.blocks = plan.base.blocks;
+  v.block = options.block;
+  v.count = count;
+  v.bits = options.bits;
+  v.scales = plan.base.scales;
+  v.codes = plan.base.codes;
+  v.code_bytes = plan.base.code_bytes;
+  v.special = plan.base.special;
+  v.entry_bytes = f.entry_bytes;
+  v.base_size = f.base_size;
+  return v;
+}
+
 }  // namespace cuda_detail
 }  // namespace octet

@@ -205,16 +205,14 @@ void validate_body(const uint8_t* p, const PayloadInfo& info, const Layout& l) {
   for (uint32_t s = 0; s < info.special_blocks; ++s) {
     const uint8_t* entry = p + l.special + s * l.special_entry;
     const uint32_t b = load_u32(entry);
-    if (static_cast<int64_t>(b) <= previous || b >= l.blocks)
+    if (!detail::special_index_is_valid(b, previous, l.blocks))
       throw Error(ErrorCode::kCorruptPayload, "corrupt payload: bad special block index");
     previous = b;
-    const uint64_t n =
-        std::min<uint64_t>(info.block_size, info.count - uint64_t{b} * info.block_size);
-    for (uint64_t i = n; i < info.block_size; ++i)
-      if ((entry[4 + i / 4] >> (2 * (i % 4))) & 3)
-        throw Error(ErrorCode::kCorruptPayload, "corrupt payload: class past the tail block");
+    if (!detail::special_tail_is_valid(entry + 4, b, info.block_size, info.count))
+      throw Error(ErrorCode::kCorruptPayload, "corrupt payload: class past the tail block");
   }
-  if (data_type_bits(info.type) == 4 && (info.count & 1) && (p[l.codes + l.code_bytes - 1] >> 4))
+  if (l.code_bytes > 0 && !detail::padding_is_valid(data_type_bits(info.type), info.count,
+                                                    p[l.codes + l.code_bytes - 1]))
     throw Error(ErrorCode::kCorruptPayload, "corrupt payload: padding nibble is not zero");
 }
 

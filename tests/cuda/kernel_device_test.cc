@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "codec/tables.h"
 #include "codec_kernels.h"
 #include "kernel_cases.h"
+#include "kernel_inputs.h"
 
 namespace octet {
 namespace {
@@ -176,6 +178,48 @@ TEST(CudaKernels, FusedReduceEncodeMatchesTheCpuPayloadOfTheReduction) {
   check_reduce_encode({DataType::kDynamic, (size_t{1} << 20) + 3, 4096, 4, 0, true, 1.0f, 1}, true);
   check_reduce_encode({DataType::kDynamic4, 99999, 128, 5, 2, true, 1.0f, 2}, true);
   check_reduce_encode({DataType::kDynamic, 9000, 64, 4, 2, true, 4.0f, 3}, false);  // overflow
+}
+
+// The device's check of a received payload: a valid one passes with its count; a broken header
+// CRC and a NaN scale are named (the emulation test compares every rule with the host's).
+TEST(CudaKernels, ValidateAcceptsValidPayloadsAndNamesBrokenRules) {
+  SKIP_WITHOUT_DEVICE();
+  CodecOptions o;
+  o.block_size = 64;
+  const size_t n = 100003;
+  const std::vector<uint8_t> payload = encode(kernel_cases::make_input(n, 4, false), o);
+  const uint32_t specials = inspect(payload.data(), payload.size()).special_blocks;
+  const codec::ResolvedOptions r = codec::resolve(o);
+  const std::array<uint32_t, 1024> deltas = cuda_detail::header_crc_deltas();
+  const size_t capacity = max_encoded_size(n, o);
+  Device d_payload(capacity), d_deltas(sizeof deltas), d_words(8);
+  CUDA_OK(cudaMemcpy(d_deltas.get(), deltas.data(), sizeof deltas, cudaMemcpyHostToDevice));
+  const auto status_of = [&](std::vector<uint8_t> bytes, uint32_t* count) {
+    bytes.resize(capacity, 0);
+    EXPECT_EQ(cudaMemcpy(d_payload.get(), bytes.data(), capacity, cudaMemcpyHostToDevice),
+              cudaSuccess);
+    cuda_detail::ValidateArgs v = cuda_detail::validate_args(r, n);
+    v.payload = d_payload.get();
+    v.capacity = capacity;
+    v.crc_delta = reinterpret_cast<const uint32_t*>(d_deltas.get());
+    v.status = reinterpret_cast<uint32_t*>(d_words.get());
+    v.specials = v.status + 1;
+    EXPECT_EQ(cuda_detail::launch_validate(v, nullptr), cudaSuccess);
+    uint32_t words[2] = {0xDEAD, 0xDEAD};
+    EXPECT_EQ(cudaMemcpy(words, d_words.get(), sizeof words, cudaMemcpyDeviceToHost), cudaSuccess);
+    *count = words[1];
+    return words[0];
+  };
+  uint32_t count = 0;
+  EXPECT_EQ(status_of(payload, &count), cuda_detail::kPayloadOk);
+  EXPECT_EQ(count, specials);
+  std::vector<uint8_t> bad = payload;
+  bad[30] ^= 1;
+  EXPECT_EQ(status_of(bad, &count), cuda_detail::kPayloadBadHeader);
+  EXPECT_EQ(count, 0u);
+  bad = payload;
+  codec::store_u32(bad.data() + codec::kHeaderSize + 4 * 7, 0x7f800000u);
+  EXPECT_EQ(status_of(bad, &count), cuda_detail::kPayloadBadScale);
 }
 
 }  // namespace

@@ -391,6 +391,37 @@ TEST(KernelEmulation, ReduceAveragesOverflowingSumsAsTheCollectivesDo) {
   EXPECT_GT(check_reduce({DataType::kDynamic4, 600, 128, 3, 0, true, 5.0f, 0}), 0u);
 }
 
+// A contribution that validate_kernel rejected stops the reduction and the fused kernel before
+// they write anything; all valid, they run.
+TEST(KernelEmulation, ReduceWritesNothingWhenAContributionWasRejected) {
+  const ReduceCase c{DataType::kDynamic, 300, 64, 3, 1, false, 1.0f, 0};
+  const kernel_cases::ReduceInputs in = kernel_cases::reduce_inputs(c);
+  for (uint32_t bad : {cuda_detail::kPayloadOk, cuda_detail::kPayloadBadScale}) {
+    Staged st = stage(c, in);
+    const std::vector<uint32_t> statuses = {cuda_detail::kPayloadOk, cuda_detail::kPayloadOk, bad};
+    cuda_detail::ReduceArgs r = kernel_cases::reduce_args(c, st.from.data(), st.own_at(),
+                                                          &codec::quant_table(c.type), st.out_at());
+    r.statuses = statuses.data();
+    emu::launch(2, 64, 0, [&] { cuda_detail::reduce_kernel(r); });
+    const bool untouched =
+        std::all_of(st.out.begin(), st.out.end(), [](uint8_t b) { return b == 0xCD; });
+    EXPECT_EQ(untouched, bad != cuda_detail::kPayloadOk);
+
+    Staged fused = stage(c, in);
+    const codec::Layout l = codec::make_layout(c.n, c.block, 8, 0, false);
+    std::vector<uint8_t> body(l.size, 0xAB), flags(l.blocks, 0xFF);
+    CodecOptions o;
+    o.block_size = c.block;
+    r.out = fused.out_at();
+    const cuda_detail::EncodeArgs e = encode_args(o, fused.out_at(), c.n, l, body.data(),
+                                                  flags.data(), &codec::quant_table(c.type));
+    emu::launch(2, 64, e.table_bytes, [&] { cuda_detail::reduce_encode_kernel<false>(r, e); });
+    const bool body_untouched =
+        std::all_of(body.begin(), body.end(), [](uint8_t b) { return b == 0xAB; });
+    EXPECT_EQ(body_untouched, bad != cuda_detail::kPayloadOk);
+  }
+}
+
 TEST(KernelEmulation, FusedReduceEncodeMatchesTheCpuPayloadOfTheReduction) {
   for (DataType type : all_data_types())
     check_reduce_encode({type, 777, 64, 3, 1, true, 1.0f, 0}, false);
@@ -484,6 +515,136 @@ TEST(KernelEmulation, EncodeFinishedOnTheDeviceIsTheCpuPayload) {
 
 TEST(KernelEmulation, EncodeFinishedOnTheDeviceReportsMixedSignsAsSizeZero) {
   check_finished_encode(DataType::kDynamicUnsigned, 300, 64, false, make_input(300, 7, false));
+}
+
+// The device's verdict on a received payload (held in a buffer of `capacity` bytes) against the
+// host's for the same bytes: read_header, the expected header fields, the fit, validate_body.
+struct Verdicts {
+  uint32_t device;
+  bool host_rejects;
+};
+
+Verdicts validate_both(const codec::ResolvedOptions& r, uint64_t count,
+                       const std::vector<uint8_t>& buffer) {
+  const std::array<uint32_t, 1024> deltas = cuda_detail::header_crc_deltas();
+  uint32_t status = 0xDEAD, specials = 0xDEAD;
+  cuda_detail::ValidateArgs v = cuda_detail::validate_args(r, count);
+  v.payload = buffer.data();
+  v.capacity = buffer.size();
+  v.crc_delta = deltas.data();
+  v.status = &status;
+  v.specials = &specials;
+  emu::launch(1, 64, 0, [&] { cuda_detail::validate_kernel(v); });
+  bool host_rejects = false;
+  try {
+    const PayloadInfo info = codec::read_header(buffer.data(), buffer.size());
+    host_rejects = info.type != r.options.type || info.block_size != r.block ||
+                   info.count != count || info.has_checksum ||
+                   info.stochastic != r.options.stochastic ||
+                   info.mantissa_exponent_offset != r.options.mantissa_exponent_offset ||
+                   info.size > buffer.size();
+    if (!host_rejects)
+      codec::validate_body(
+          buffer.data(), info,
+          codec::make_layout(info.count, info.block_size, data_type_bits(info.type),
+                             info.special_blocks, false));
+    if (!host_rejects && status == cuda_detail::kPayloadOk) {
+      EXPECT_EQ(specials, info.special_blocks);
+    }
+  } catch (const Error&) {
+    host_rejects = true;
+  }
+  if (status != cuda_detail::kPayloadOk) {
+    EXPECT_EQ(specials, 0u);
+  }
+  return {status, host_rejects};
+}
+
+// A payload in a receive buffer of max_encoded_size bytes (the rest zero), and its options.
+struct Received {
+  codec::ResolvedOptions options;
+  uint64_t count;
+  std::vector<uint8_t> buffer;
+  size_t length;
+};
+
+Received received(DataType type, uint64_t count, uint32_t block) {
+  CodecOptions o;
+  o.type = type;
+  o.block_size = block;
+  std::vector<float> x = make_input(count, 21, type == DataType::kDynamicUnsigned);
+  const std::vector<uint8_t> p = encode(x, o);
+  Received r{codec::resolve(o), count, std::vector<uint8_t>(max_encoded_size(count, o), 0),
+             p.size()};
+  std::copy(p.begin(), p.end(), r.buffer.begin());
+  return r;
+}
+
+TEST(KernelEmulation, ValidatePassesEveryValidPayloadWithItsCount) {
+  for (DataType type : all_data_types())
+    for (uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{131}, uint64_t{777}}) {
+      SCOPED_TRACE(std::string(data_type_name(type)) + " n=" + std::to_string(n));
+      const Received r = received(type, n, 64);
+      const Verdicts v = validate_both(r.options, r.count, r.buffer);
+      EXPECT_EQ(v.device, cuda_detail::kPayloadOk);
+      EXPECT_FALSE(v.host_rejects);
+    }
+}
+
+// Each rule broken on purpose gives its status, and the host rejects the same bytes.
+TEST(KernelEmulation, ValidateNamesTheBrokenRule) {
+  const Received base = received(DataType::kDynamic4, 777, 64);  // odd count: a padding nibble
+  const uint32_t specials = inspect(base.buffer.data(), base.length).special_blocks;
+  ASSERT_GE(specials, 2u);
+  const codec::Layout l = codec::make_layout(777, 64, 4, specials, false);
+  const auto expect = [&](const char* what, uint32_t status, const auto& corrupt) {
+    SCOPED_TRACE(what);
+    std::vector<uint8_t> b = base.buffer;
+    corrupt(b);
+    const Verdicts v = validate_both(base.options, base.count, b);
+    EXPECT_EQ(v.device, status);
+    EXPECT_TRUE(v.host_rejects);
+  };
+  using cuda_detail::kPayloadBadHeader;
+  expect("type byte", kPayloadBadHeader, [](std::vector<uint8_t>& b) { b[5] ^= 1; });
+  expect("header CRC", kPayloadBadHeader, [](std::vector<uint8_t>& b) { b[29] ^= 0x40; });
+  expect("special count past the buffer", kPayloadBadHeader,
+         [](std::vector<uint8_t>& b) { codec::store_u32(b.data() + 12, 1000); });
+  expect("NaN scale", cuda_detail::kPayloadBadScale,
+         [&](std::vector<uint8_t>& b) { codec::store_u32(b.data() + l.scales + 8, 0x7fc00000u); });
+  expect("special indices swapped", cuda_detail::kPayloadBadSpecial, [&](std::vector<uint8_t>& b) {
+    std::swap_ranges(b.begin() + l.special, b.begin() + l.special + 4,
+                     b.begin() + l.special + l.special_entry);
+  });
+  // make_input puts an Inf at the last element: the last entry is the tail block (777 = 12 * 64
+  // + 9), whose element 60 does not exist.
+  expect("class past the tail", cuda_detail::kPayloadBadSpecial, [&](std::vector<uint8_t>& b) {
+    const size_t last = l.special + (specials - 1) * l.special_entry;
+    ASSERT_EQ(codec::load_u32(b.data() + last), l.blocks - 1);
+    b[last + 4 + 60 / 4] |= 1;
+  });
+  expect("padding nibble", cuda_detail::kPayloadBadPadding,
+         [&](std::vector<uint8_t>& b) { b[l.codes + l.code_bytes - 1] |= 0x10; });
+}
+
+// Random bit flips anywhere in the payload: the device rejects exactly what the host rejects.
+TEST(KernelEmulation, ValidateAgreesWithTheHostOnRandomCorruptions) {
+  for (DataType type : {DataType::kDynamic, DataType::kDynamic4}) {
+    const Received base = received(type, 1001, 64);
+    std::mt19937 rng(17);
+    size_t rejected = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+      std::vector<uint8_t> b = base.buffer;
+      const size_t at = rng() % base.length;
+      b[at] ^= static_cast<uint8_t>(1u << (rng() % 8));
+      const Verdicts v = validate_both(base.options, base.count, b);
+      ASSERT_EQ(v.device != cuda_detail::kPayloadOk, v.host_rejects)
+          << data_type_name(type) << ": flip at byte " << at << ", device status " << v.device;
+      rejected += v.host_rejects ? 1 : 0;
+    }
+    EXPECT_GT(rejected, 10u);  // the flips reach the header, scales and special entries too
+    EXPECT_LT(rejected, 300u);
+  }
 }
 
 }  // namespace

@@ -109,6 +109,27 @@ OCTET_HD uint32_t special_class_at(const uint8_t* classes, uint32_t i) {
   return (classes[i / 4] >> (kSpecialClassBits * (i % 4))) & 3u;
 }
 
+// The rules a payload's body must meet before anything is decoded from it (docs/wire-format.md),
+// shared by the host's validate_body and the device's validate_kernel.
+// A special entry names block b after the entry of block `previous` (-1 for the first): the
+// indices ascend and stay below the block count.
+OCTET_HD bool special_index_is_valid(uint32_t b, int64_t previous, uint64_t blocks) {
+  return static_cast<int64_t>(b) > previous && b < blocks;
+}
+// A special entry's classes name no element past the tensor's end (block b of block_size elements,
+// count elements in all).
+OCTET_HD bool special_tail_is_valid(const uint8_t* classes, uint32_t b, uint32_t block_size,
+                                    uint64_t count) {
+  const uint64_t left = count - uint64_t{b} * block_size;
+  for (uint64_t i = left < block_size ? left : block_size; i < block_size; ++i)
+    if (special_class_at(classes, static_cast<uint32_t>(i)) != kClassFinite) return false;
+  return true;
+}
+// A 4-bit payload of an odd count leaves the last byte's high nibble zero.
+OCTET_HD bool padding_is_valid(int bits, uint64_t count, uint8_t last_code_byte) {
+  return bits != 4 || (count & 1) == 0 || (last_code_byte >> 4) == 0;
+}
+
 // Per-block normalisation. The scale is the block's finite element of largest magnitude, with its
 // sign (ties between +m and -m pick +m); a zero scale means an all-zero (or all non-finite) block.
 // Its sign is that of the block's zeros when they all agree: -0 when the block holds a -0 and no
