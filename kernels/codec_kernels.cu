@@ -80,8 +80,13 @@ cudaError_t launch_decode(const DecodeArgs& a, cudaStream_t stream) {
   decode_kernel<<<capped_grid((groups + kThreads - 1) / kThreads, 16 * a.sms), kThreads, 0,
                   stream>>>(a);
   cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess || a.specials == 0) return e;
-  apply_special_kernel<<<capped_grid(a.specials, 65535), kThreads, 0, stream>>>(a);
+  if (e != cudaSuccess) return e;
+  if (a.specials_at != nullptr) {  // the count is on the device: grid-stride over it
+    const uint64_t blocks = (a.count + a.block - 1) / a.block;
+    apply_special_kernel<<<capped_grid(blocks, 1024), kThreads, 0, stream>>>(a);
+  } else if (a.specials > 0) {
+    apply_special_kernel<<<capped_grid(a.specials, 65535), kThreads, 0, stream>>>(a);
+  }
   return cudaGetLastError();
 }
 

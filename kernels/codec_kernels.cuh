@@ -395,6 +395,7 @@ __device__ __forceinline__ void decode_group(const detail::QuantTable& t, const 
 }
 
 __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
+  if (a.status != nullptr && *a.status != kPayloadOk) return;
   __shared__ __align__(16) uint8_t smem[kTablePrefix];
   const detail::QuantTable& t = shared_values(smem, a.table);
   const int align = alignment_of(a.out);
@@ -414,9 +415,11 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
 
 // Overwrites (or adds) the NaN/Inf elements, after decode_kernel, as the CPU does.
 __global__ void __launch_bounds__(kThreads) apply_special_kernel(DecodeArgs a) {
+  if (a.status != nullptr && *a.status != kPayloadOk) return;
   const uint32_t entry_bytes = 4 + a.block / 4;
   const int align = alignment_of(a.out);
-  for (uint64_t s = blockIdx.x; s < a.specials; s += gridDim.x) {
+  const uint32_t specials = a.specials_at ? *a.specials_at : a.specials;
+  for (uint64_t s = blockIdx.x; s < specials; s += gridDim.x) {
     const uint8_t* entry = a.special + s * entry_bytes;
     const uint64_t first = uint64_t{load_u32(entry, 1)} * a.block;
     const uint32_t n = min_count(a.block, a.count - first);

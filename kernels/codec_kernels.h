@@ -89,6 +89,10 @@ struct DecodeArgs {
   float* out;
   bool accumulate;
   int sms;
+  // For a payload checked on the device (validate_kernel), both device memory, else null: the
+  // decode writes nothing unless *status is kPayloadOk, and *specials_at replaces `specials`.
+  const uint32_t* status;
+  const uint32_t* specials_at;
 };
 // Where one rank's message for the chunk being reduced keeps its scales, codes and special
 // section (device memory, any alignment): the parts of a payload the reduction reads.

@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <string>
@@ -352,7 +353,7 @@ void decode_payload(const uint8_t* payload, size_t length, float* d_out, size_t 
 struct Workspace {
   uint8_t* flags = nullptr;
   uint32_t* list = nullptr;
-  uint32_t* words = nullptr;  // [0]: the special count, [1]: the status
+  uint32_t* words = nullptr;  // encode: [0] the special count, [1] the status; decode: [2] count
   uint32_t* crc_delta = nullptr;
   uint64_t blocks = 0;
 };
@@ -375,7 +376,7 @@ Workspace& workspace(int device, cudaStream_t stream, uint64_t blocks) {
   refuse_while_capturing(stream);
   if (w.words == nullptr) {
     const std::array<uint32_t, 1024> deltas = cuda_detail::header_crc_deltas();
-    check(cudaMalloc(&w.words, 2 * sizeof(uint32_t)), "cudaMalloc");
+    check(cudaMalloc(&w.words, 4 * sizeof(uint32_t)), "cudaMalloc");
     check(cudaMalloc(&w.crc_delta, sizeof deltas), "cudaMalloc");
     check(cudaMemcpy(w.crc_delta, deltas.data(), sizeof deltas, cudaMemcpyHostToDevice),
           "cudaMemcpy");
@@ -394,31 +395,45 @@ Workspace& workspace(int device, cudaStream_t stream, uint64_t blocks) {
   return w;
 }
 
+// The one device holding every named pointer (null ones are skipped: empty ranges); throws
+// kInvalidArgument for host memory or pointers on two devices.
+int common_device(const char* api,
+                  std::initializer_list<std::pair<const void*, const char*>> pointers) {
+  int device = -1;
+  const char* first = nullptr;
+  for (const auto& [p, name] : pointers) {
+    if (p == nullptr) continue;
+    const Where at = locate(p);
+    if (!at.on_device) invalid(std::string(api) + ": the " + name + " is not device memory");
+    if (first != nullptr && at.device != device)
+      invalid(std::string(api) + ": the " + name + " and the " + first +
+              " are on different devices");
+    if (first == nullptr) first = name, device = at.device;
+  }
+  return device;
+}
+
+// The body CRC of `checksum` is a host computation: the asynchronous calls refuse it.
+void refuse_checksum(const codec::ResolvedOptions& r, const char* api, const char* instead) {
+  if (r.options.checksum)
+    invalid(std::string(api) + ": checksum is not supported (the body CRC is a host step); use " +
+            instead);
+}
+
 void encode_payload_async(const codec::ResolvedOptions& r, const float* d_in, size_t count,
                           uint8_t* out, size_t out_capacity, uint64_t* d_size,
                           cudaStream_t stream) {
-  if (r.options.checksum)
-    invalid(
-        "encode_device_async: checksum is not supported (its CRC is computed on the host); "
-        "use encode_device");
+  refuse_checksum(r, "encode_device_async", "encode_device");
   if (d_size == nullptr) invalid("encode_device_async: the size pointer is null");
   const codec::EncodePlan plan = codec::plan_encode(r, d_in, count, out, out_capacity);
   // Room for every block to hold NaN/Inf: how many do is only known on the device.
   codec::finish_layout(plan, static_cast<uint32_t>(plan.base.blocks), out_capacity);
   require_device();
-  const Where out_at = locate(out), size_at = locate(d_size);
-  if (!out_at.on_device || !size_at.on_device)
-    invalid("encode_device_async: the output and the size must be device memory");
-  if (count > 0) {
-    const Where in_at = locate(d_in);
-    if (!in_at.on_device) invalid("encode_device_async: the input is not device memory");
-    if (in_at.device != out_at.device)
-      invalid("encode_device_async: input and output are on different devices");
-  }
-  if (size_at.device != out_at.device)
-    invalid("encode_device_async: output and size are on different devices");
-  const DeviceScope scope(out_at.device);
-  Workspace& w = workspace(out_at.device, stream, plan.base.blocks);
+  const int device =
+      common_device("encode_device_async",
+                    {{count > 0 ? d_in : nullptr, "input"}, {out, "output"}, {d_size, "size"}});
+  const DeviceScope scope(device);
+  Workspace& w = workspace(device, stream, plan.base.blocks);
   if (count > 0)
     check(cuda_detail::launch_encode(encode_args(d_in, count, r, plan.base, out, w.flags), stream),
           "encode kernel launch");
@@ -440,6 +455,47 @@ void encode_payload_async(const codec::ResolvedOptions& r, const float* d_in, si
   check(cuda_detail::launch_finish(f, special, stream), "payload kernels launch");
 }
 
+void decode_payload_async(const codec::ResolvedOptions& r, const uint8_t* payload, size_t capacity,
+                          float* out, size_t count, DecodeMode mode, uint32_t* d_status,
+                          cudaStream_t stream) {
+  refuse_checksum(r, "decode_device_async", "decode_device");
+  if (payload == nullptr) invalid("payload pointer is null");
+  if (d_status == nullptr) invalid("decode_device_async: the status pointer is null");
+  if (out == nullptr && count > 0) invalid("output is null");
+  if (count > codec::kMaxCount) invalid("count too large");
+  cuda_detail::ValidateArgs v = cuda_detail::validate_args(r, count);
+  if (capacity < v.base_size)
+    invalid("decode_device_async: a payload of " + std::to_string(count) +
+            " elements needs at least " + std::to_string(v.base_size) + " bytes, the buffer has " +
+            std::to_string(capacity));
+  require_device();
+  const int device = common_device(
+      "decode_device_async",
+      {{payload, "payload"}, {count > 0 ? out : nullptr, "output"}, {d_status, "status"}});
+  const DeviceScope scope(device);
+  Workspace& w = workspace(device, stream, 0);
+  v.payload = payload;
+  v.capacity = capacity;
+  v.crc_delta = w.crc_delta;
+  v.status = d_status;
+  v.specials = w.words + 2;
+  check(cuda_detail::launch_validate(v, stream), "validate kernel launch");
+  cuda_detail::DecodeArgs a{};
+  a.scales = payload + v.scales;
+  a.codes = payload + v.codes;
+  a.special = payload + v.special;
+  a.count = count;
+  a.block = r.block;
+  a.bits = r.bits;
+  a.table = device_table(r.options.type, r.options.mantissa_exponent_offset);
+  a.out = out;
+  a.accumulate = mode == DecodeMode::kAccumulate;
+  a.sms = sm_count();
+  a.status = d_status;
+  a.specials_at = w.words + 2;
+  check(cuda_detail::launch_decode(a, stream), "decode kernel launch");
+}
+
 class DeviceBackend final : public codec::CodecBackend {
  public:
   const char* name() const override { return "cuda"; }
@@ -452,6 +508,12 @@ class DeviceBackend final : public codec::CodecBackend {
                     uint8_t* out, size_t out_capacity, uint64_t* size,
                     void* stream) const override {
     encode_payload_async(options, in, count, out, out_capacity, size,
+                         static_cast<cudaStream_t>(stream));
+  }
+  void decode_async(const codec::ResolvedOptions& options, const uint8_t* payload, size_t capacity,
+                    float* out, size_t count, DecodeMode mode, uint32_t* status,
+                    void* stream) const override {
+    decode_payload_async(options, payload, capacity, out, count, mode, status,
                          static_cast<cudaStream_t>(stream));
   }
   void decode(const uint8_t* payload, size_t length, float* out, size_t count, DecodeMode mode, int,

@@ -47,6 +47,20 @@ OCTET_API void encode_device_async(const float* d_in, size_t count, const CodecO
                                    uint8_t* d_out, size_t out_capacity, uint64_t* d_size,
                                    void* stream = nullptr);
 
+// decode_device without a host round trip, for a payload received into device memory: the
+// payload at d_payload (a buffer of `capacity` bytes) is checked on the device against what
+// encoding `count` values with `expected` gives (the header, the body rules decode checks, the
+// fit), then decoded into d_out (device memory, count floats) on `stream`. *d_status (device
+// memory) receives 0 when the payload was valid and decoded, else the first broken rule (1: not
+// the expected header or too large for the buffer, 2: a scale not finite, 3: bad NaN/Inf
+// entries, 4: a non-zero 4-bit padding nibble), and then d_out is untouched. expected.checksum
+// is not supported (kInvalidArgument). Allocates nothing after its first call on a stream (the
+// workspace of encode_device_async), so it can then be captured in a CUDA graph.
+OCTET_API void decode_device_async(const uint8_t* d_payload, size_t capacity,
+                                   const CodecOptions& expected, float* d_out, size_t count,
+                                   uint32_t* d_status, DecodeMode mode = DecodeMode::kOverwrite,
+                                   void* stream = nullptr);
+
 // Decodes a whole payload (device or host memory; length must equal its size) into d_out, device
 // memory of count floats (any alignment). Validates the payload first, as octet::decode does: on
 // error d_out is untouched. Finite results equal octet::decode's bit for bit; a NaN result is a NaN

@@ -31,6 +31,12 @@ class CodecBackend {
   // Only the device backend has it; the default throws kUnavailable.
   virtual void encode_async(const ResolvedOptions& options, const float* in, size_t count,
                             uint8_t* out, size_t out_capacity, uint64_t* size, void* stream) const;
+  // decode without a host round trip (octet/cuda.h, decode_device_async): the payload checked
+  // on the backend against `options` and count, the verdict at *status. Only the device backend
+  // has it; the default throws kUnavailable.
+  virtual void decode_async(const ResolvedOptions& options, const uint8_t* payload, size_t capacity,
+                            float* out, size_t count, DecodeMode mode, uint32_t* status,
+                            void* stream) const;
   // Decodes a whole payload into out[0, count); validates everything before writing.
   virtual void decode(const uint8_t* payload, size_t length, float* out, size_t count,
                       DecodeMode mode, int threads, void* stream) const = 0;

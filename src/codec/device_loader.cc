@@ -102,6 +102,14 @@ void encode_device_async(const float* d_in, size_t count, const CodecOptions& op
   codec::device_backend().encode_async(r, d_in, count, d_out, out_capacity, d_size, stream);
 }
 
+void decode_device_async(const uint8_t* d_payload, size_t capacity, const CodecOptions& expected,
+                         float* d_out, size_t count, uint32_t* d_status, DecodeMode mode,
+                         void* stream) {
+  const codec::ResolvedOptions r = codec::resolve(expected);  // bad options: kInvalidArgument
+  codec::device_backend().decode_async(r, d_payload, capacity, d_out, count, mode, d_status,
+                                       stream);
+}
+
 void decode_device(const uint8_t* payload, size_t length, float* d_out, size_t count,
                    DecodeMode mode, void* stream) {
   codec::device_backend().decode(payload, length, d_out, count, mode, 1, stream);

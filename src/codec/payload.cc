@@ -224,5 +224,11 @@ void CodecBackend::encode_async(const ResolvedOptions&, const float*, size_t, ui
               std::string("the ") + name() + " codec backend has no asynchronous encode");
 }
 
+void CodecBackend::decode_async(const ResolvedOptions&, const uint8_t*, size_t, float*, size_t,
+                                DecodeMode, uint32_t*, void*) const {
+  throw Error(ErrorCode::kUnavailable,
+              std::string("the ") + name() + " codec backend has no asynchronous decode");
+}
+
 }  // namespace codec
 }  // namespace octet

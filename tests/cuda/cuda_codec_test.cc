@@ -58,6 +58,13 @@ TEST(CudaAvailability, ReportsMissingDeviceCleanly) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();
   }
+  uint32_t status = 0;
+  try {
+    decode_device_async(payload.data(), payload.size(), {}, back, 4, &status);
+    ADD_FAILURE() << "decode_device_async did not throw without a device";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();
+  }
 }
 
 TEST(CudaAvailability, BadOptionsAreInvalidArgumentWithOrWithoutDevice) {
@@ -395,6 +402,56 @@ TEST(CudaEncodeAsync, CapturedInAGraphAndReplayed) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
+}
+
+// decode_device_async of a payload in a device buffer of max_encoded_size bytes: the status, and
+// the floats (which stay `start` unless the payload was valid).
+uint32_t gpu_decode_async(const std::vector<uint8_t>& payload, const CodecOptions& expected,
+                          size_t n, DecodeMode mode, std::vector<float>* out) {
+  const size_t cap = max_encoded_size(n, expected);
+  std::vector<uint8_t> buffer(payload);
+  buffer.resize(cap, 0);
+  DeviceBytes d_payload(cap, 0), d_out(n * 4, 0), d_status(4, 0);
+  upload(d_payload.get(), buffer.data(), cap);
+  upload(d_out.get(), out->data(), n * 4);
+  decode_device_async(d_payload.get(), cap, expected, reinterpret_cast<float*>(d_out.get()), n,
+                      reinterpret_cast<uint32_t*>(d_status.get()), mode);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  download(out->data(), d_out.get(), n * 4);
+  uint32_t status = 0xDEAD;
+  download(&status, d_status.get(), 4);
+  return status;
+}
+
+TEST(CudaDecodeAsync, MatchesCpuAndLeavesTheOutputOfCorruptPayloads) {
+  SKIP_WITHOUT_DEVICE();
+  for (DataType type : all_data_types())
+    for (size_t n : kSizes)
+      for (DecodeMode mode : {DecodeMode::kOverwrite, DecodeMode::kAccumulate}) {
+        CodecOptions o;
+        o.type = type;
+        const auto payload =
+            encode(make_input(n, 5, n > 100, type == DataType::kDynamicUnsigned), o);
+        const std::vector<float> start = make_input(n, 99, false, false);
+        std::vector<float> want = start, got = start;
+        decode(payload.data(), payload.size(), want.data(), n, mode);
+        EXPECT_EQ(gpu_decode_async(payload, o, n, mode, &got), 0u)
+            << data_type_name(type) << " n=" << n;
+        expect_same_floats(want, got);
+      }
+  CodecOptions o;
+  const size_t n = 5000;
+  auto payload = encode(make_input(n, 5, true, false), o);
+  const std::vector<float> start = make_input(n, 99, false, false);
+  std::vector<float> got = start;
+  std::vector<uint8_t> bad = payload;
+  bad[32 + 3] = 0x7f, bad[32 + 2] = 0xc0;  // the first scale becomes a NaN
+  EXPECT_EQ(gpu_decode_async(bad, o, n, DecodeMode::kOverwrite, &got), 2u);
+  expect_same_floats(start, got);
+  CodecOptions other = o;
+  other.type = DataType::kLinear;  // not what was sent: the header does not match
+  EXPECT_EQ(gpu_decode_async(payload, other, n, DecodeMode::kOverwrite, &got), 1u);
+  expect_same_floats(start, got);
 }
 
 TEST(CudaDecode, MatchesCpuForEveryTypeSizeAndMode) {

@@ -647,5 +647,56 @@ TEST(KernelEmulation, ValidateAgreesWithTheHostOnRandomCorruptions) {
   }
 }
 
+// The asynchronous decode's chain on CPU threads: validate_kernel, then the decode kernels
+// reading the verdict and the count from "device" memory. A valid payload decodes as the CPU
+// decodes it (overwrite and accumulate); a corrupt one leaves the output as it was.
+void check_checked_decode(DataType type, uint64_t n, DecodeMode mode, bool corrupt) {
+  SCOPED_TRACE(std::string(data_type_name(type)) + " n=" + std::to_string(n) +
+               " acc=" + std::to_string(mode == DecodeMode::kAccumulate) +
+               " corrupt=" + std::to_string(corrupt));
+  Received r = received(type, n, 64);
+  if (corrupt)
+    codec::store_u32(r.buffer.data() + codec::kHeaderSize + 4, 0x7f800000u);  // Inf scale
+  const std::vector<float> start = make_input(n, 9, false);
+  std::vector<float> want = start;
+  if (!corrupt) decode(r.buffer.data(), r.length, want.data(), n, mode);
+  const std::array<uint32_t, 1024> deltas = cuda_detail::header_crc_deltas();
+  uint32_t status = 0xDEAD, specials = 0xDEAD;
+  cuda_detail::ValidateArgs v = cuda_detail::validate_args(r.options, n);
+  v.payload = r.buffer.data();
+  v.capacity = r.buffer.size();
+  v.crc_delta = deltas.data();
+  v.status = &status;
+  v.specials = &specials;
+  std::vector<float> got = start;
+  cuda_detail::DecodeArgs a{};
+  a.scales = r.buffer.data() + v.scales;
+  a.codes = r.buffer.data() + v.codes;
+  a.special = r.buffer.data() + v.special;
+  a.count = n;
+  a.block = 64;
+  a.bits = data_type_bits(type);
+  a.table = &codec::quant_table(type);
+  a.out = got.data();
+  a.accumulate = mode == DecodeMode::kAccumulate;
+  a.status = &status;
+  a.specials_at = &specials;
+  emu::launch(1, 64, 0, [&] { cuda_detail::validate_kernel(v); });
+  emu::launch(2, 64, 0, [&] { cuda_detail::decode_kernel(a); });
+  emu::launch(3, 32, 0, [&] { cuda_detail::apply_special_kernel(a); });
+  EXPECT_EQ(status == cuda_detail::kPayloadOk, !corrupt);
+  for (uint64_t i = 0; i < n; ++i)
+    ASSERT_TRUE(kernel_cases::same_float(want[i], got[i]))
+        << "element " << i << ": " << want[i] << " vs " << got[i];
+}
+
+TEST(KernelEmulation, CheckedDecodeDecodesValidPayloadsAndLeavesCorruptOnesUnwritten) {
+  for (DataType type : all_data_types())
+    for (DecodeMode mode : {DecodeMode::kOverwrite, DecodeMode::kAccumulate})
+      check_checked_decode(type, 777, mode, false);
+  check_checked_decode(DataType::kDynamic, 777, DecodeMode::kOverwrite, true);
+  check_checked_decode(DataType::kDynamic4, 333, DecodeMode::kAccumulate, true);
+}
+
 }  // namespace
 }  // namespace octet
