@@ -376,6 +376,20 @@ __device__ __forceinline__ void load_codes(const uint8_t* codes, uint64_t i, uin
   }
 }
 
+// log2 of a codec block size (a power of two).
+__device__ __forceinline__ int log2_of(uint32_t block) {
+  return __ffs(static_cast<int>(block)) - 1;
+}
+
+// fn(i, m) for each group of 4 elements (m < 4 only for the tensor's last) that this thread
+// takes, grid-stride over count elements.
+template <typename Fn>
+__device__ void for_each_group(uint64_t count, const Fn& fn) {
+  for (uint64_t g = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; 4 * g < count;
+       g += uint64_t{gridDim.x} * blockDim.x)
+    fn(4 * g, min_count(4, count - 4 * g));
+}
+
 // The table's header and values in shared memory, for kernels that only decode.
 __device__ const detail::QuantTable& shared_values(uint8_t* smem, const detail::QuantTable* table) {
   copy_table(smem, table, kTablePrefix);
@@ -399,18 +413,14 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
   __shared__ __align__(16) uint8_t smem[kTablePrefix];
   const detail::QuantTable& t = shared_values(smem, a.table);
   const int align = alignment_of(a.out);
-  const uint64_t groups = (a.count + 3) / 4;
-  const int block_shift = __ffs(static_cast<int>(a.block)) - 1;  // block is a power of two
-  for (uint64_t g = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; g < groups;
-       g += uint64_t{gridDim.x} * blockDim.x) {
-    const uint64_t i = 4 * g;
-    const uint32_t m = min_count(4, a.count - i);
+  const int block_shift = log2_of(a.block);
+  for_each_group(a.count, [&](uint64_t i, uint32_t m) {
     float d[4], v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     decode_group(t, a.scales, a.codes, a.bits, i, m, block_shift, d);
     if (a.accumulate) load_group(a.out + i, m, align, v);
     for (uint32_t k = 0; k < m; ++k) v[k] = a.accumulate ? v[k] + d[k] : d[k];
     store_group(a.out + i, m, align, v);
-  }
+  });
 }
 
 // Overwrites (or adds) the NaN/Inf elements, after decode_kernel, as the CPU does.
@@ -534,16 +544,12 @@ __global__ void __launch_bounds__(kThreads) reduce_kernel(ReduceArgs a) {
   __shared__ __align__(16) uint8_t smem[kTablePrefix];
   const detail::QuantTable& t = shared_values(smem, a.table);
   const int out_align = alignment_of(a.out);
-  const uint64_t groups = (a.count + 3) / 4;
-  const int block_shift = __ffs(static_cast<int>(a.block)) - 1;  // block is a power of two
-  for (uint64_t g = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; g < groups;
-       g += uint64_t{gridDim.x} * blockDim.x) {
-    const uint64_t i = 4 * g;
-    const uint32_t m = min_count(4, a.count - i);
+  const int block_shift = log2_of(a.block);
+  for_each_group(a.count, [&](uint64_t i, uint32_t m) {
     float sum[4];
     reduce_group(a, t, i, m, block_shift, sum);
     store_group(a.out + i, m, out_align, sum);
-  }
+  });
 }
 
 // The reduction and its re-encoding in one pass over the codec blocks: a CUDA block reduces a
@@ -558,7 +564,7 @@ __global__ void __launch_bounds__(kThreads) reduce_encode_kernel(ReduceArgs r, E
   __syncthreads();
   const detail::QuantTable& t = *reinterpret_cast<const detail::QuantTable*>(smem);
   const int out_align = alignment_of(r.out);
-  const int block_shift = __ffs(static_cast<int>(r.block)) - 1;
+  const int block_shift = log2_of(r.block);
   encode_blocks<kStochastic>(e, smem, [&](uint64_t first, uint32_t i, uint32_t m, float v[4]) {
     reduce_group(r, t, first + i, m, block_shift, v);
     store_group(r.out + first + i, m, out_align, v);
