@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_support.h"
 #include "octet/codec.h"
 
 namespace {
@@ -33,17 +34,8 @@ std::vector<float> data(size_t n) {
   return x;
 }
 
-// Streaming kernels: the least work that touches the codec's bytes.
-void stream_encode(const float* in, uint8_t* out, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t u;
-    std::memcpy(&u, in + i, 4);
-    out[i] = static_cast<uint8_t>(u >> 24);
-  }
-}
-void stream_decode(const uint8_t* in, float* out, size_t n) {
-  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
-}
+using octet_bench::stream_decode;
+using octet_bench::stream_encode;
 
 template <typename Fn>
 void split(size_t n, int threads, Fn fn) {
@@ -290,6 +282,7 @@ BENCHMARK(BM_EncodeThreadPerCall)
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  octet_bench::select_simd_target_from_env();
   benchmark::AddCustomContext("simd_target", octet::simd_target());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -5,7 +5,8 @@
 //
 //   octet_codec_best_of [n = 262144] [reps = 300]
 //
-// Prints one line: "bound X  <config> Y ..." in G elements/s (decode: 8-bit overwrite and
+// $OCTET_SIMD_TARGET (AVX2, AVX3, AVX3_DL ...) restricts the codec to that SIMD target.
+// Prints one line: "target T  bound X  <config> Y ..." in G elements/s (decode: 8-bit overwrite and
 // accumulate, decode4: 4-bit overwrite; decode_bound: the decode direction's streaming kernel,
 // decode_bound_nt: the same with non-temporal stores). Run old and new builds alternately.
 #include <algorithm>
@@ -19,24 +20,16 @@
 
 #include <emmintrin.h>
 
+#include "bench_support.h"
 #include "octet/codec.h"
 
 namespace {
 
-void stream_encode(const float* in, uint8_t* out, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t u;
-    std::memcpy(&u, in + i, 4);
-    out[i] = static_cast<uint8_t>(u >> 24);
-  }
-}
+using octet_bench::stream_decode;
+using octet_bench::stream_encode;
 
-// The decode direction's bound: read a byte, write a float; and the same with non-temporal
-// stores (SSE2, 16 bytes each), the bound of a decode that writes around the caches.
-void stream_decode(const uint8_t* in, float* out, size_t n) {
-  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
-}
-
+// The decode direction's bound with non-temporal stores (SSE2, 16 bytes each): the bound of a
+// decode that writes around the caches.
 void stream_decode_nt(const uint8_t* in, float* out, size_t n) {
   size_t i = 0;
   for (; i < n && (reinterpret_cast<uintptr_t>(out + i) & 15) != 0; ++i)
@@ -71,6 +64,7 @@ double best_rate(size_t n, int reps, Fn fn) {
 int main(int argc, char** argv) {
   const size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 262144;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 300;
+  octet_bench::select_simd_target_from_env();
   std::mt19937_64 rng(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> x(n), ax(n), y(n);
@@ -79,7 +73,7 @@ int main(int argc, char** argv) {
     ax[i] = std::fabs(x[i]);
   }
   std::vector<uint8_t> bytes(n);
-  std::printf("bound %.3f", best_rate(n, reps, [&] {
+  std::printf("target %s  bound %.3f", octet::simd_target().c_str(), best_rate(n, reps, [&] {
                 stream_encode(x.data(), bytes.data(), n);
                 asm volatile("" : : "r"(bytes.data()) : "memory");
               }));

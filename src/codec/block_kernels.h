@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "octet/detail/quant_math.h"
 
@@ -25,17 +26,27 @@ struct BlockKernels {
   void (*encode_stochastic)(const detail::QuantTable& t, const float* x, size_t n,
                             const detail::BlockScale& s, uint64_t seed, uint64_t first_index,
                             uint8_t* codes);
-  // codes: one per byte. accumulate: out += decoded.
-  void (*decode)(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
-                 float* out, bool accumulate);
+  // codes: one per byte, n of them in consecutive blocks of `block` (the last may be shorter);
+  // scales: the blocks' scales, 4 bytes each as in a payload (any alignment). accumulate:
+  // out += decoded. A run of blocks in one call: the SIMD path keeps its tables in registers
+  // from one block to the next.
+  void (*decode)(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
+                 const uint8_t* scales, float* out, bool accumulate);
   // decode's overwrite, for outputs far larger than the caches: the same values, written with
   // non-temporal stores where the target has them (no read of each output line before it is
   // written, no eviction of what the caches hold). Those stores may stay in write-combining
   // buffers until fence().
-  void (*decode_stream)(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
-                        float* out);
+  void (*decode_stream)(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
+                        const uint8_t* scales, float* out);
   void (*fence)();
 };
+
+// The scale of block b of a scales array as decode takes it.
+inline float block_scale(const uint8_t* scales, size_t b) {
+  float v;
+  std::memcpy(&v, scales + 4 * b, sizeof v);
+  return v;
+}
 
 const BlockKernels& scalar_kernels();
 const BlockKernels& simd_kernels();

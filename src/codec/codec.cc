@@ -177,20 +177,24 @@ void decode_blocks(const detail::QuantTable& t, const uint8_t* p, const PayloadI
   const BlockKernels& k = kernels();
   const int bits = static_cast<int>(t.bits);
   const bool stream = mode == DecodeMode::kOverwrite && 4 * info.count >= streaming_decode_bytes();
-  std::vector<uint8_t> nibbles(bits == 4 ? info.block_size : 0);
-  for (uint64_t b = b0; b < b1; ++b) {
-    const uint64_t first = b * info.block_size;
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(info.block_size, info.count - first));
+  const bool accumulate = mode == DecodeMode::kAccumulate;
+  const uint32_t block = info.block_size;
+  // 8-bit codes go to the kernel as one run of blocks; 4-bit ones block by block, unpacked.
+  const uint64_t step = bits == 8 ? b1 - b0 : 1;
+  std::vector<uint8_t> nibbles(bits == 4 ? block : 0);
+  for (uint64_t b = b0; b < b1; b += step) {
+    const uint64_t first = b * block;
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(step * block, info.count - first));
     const uint8_t* codes = p + l.codes + (bits == 8 ? first : first / 2);
     if (bits == 4) {
       unpack_nibbles(codes, n, nibbles.data());
       codes = nibbles.data();
     }
-    const float scale = load_f32(p + l.scales + 4 * b);
+    const uint8_t* scales = p + l.scales + 4 * b;
     if (stream)
-      k.decode_stream(t, codes, n, scale, out + first);
+      k.decode_stream(t, codes, n, block, scales, out + first);
     else
-      k.decode(t, codes, n, scale, out + first, mode == DecodeMode::kAccumulate);
+      k.decode(t, codes, n, block, scales, out + first, accumulate);
   }
   if (stream) k.fence();  // before this thread's range is handed back (and apply_special)
 }

@@ -33,10 +33,10 @@ void scalar_encode(const detail::QuantTable& t, const float* x, size_t n,
   }
 }
 
-void scalar_decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
-                   float* out, bool accumulate) {
+void scalar_decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
+                   const uint8_t* scales, float* out, bool accumulate) {
   for (size_t i = 0; i < n; ++i) {
-    float v = detail::decode_value(t, codes[i], scale);
+    float v = detail::decode_value(t, codes[i], block_scale(scales, i / block));
     if (accumulate) {
       float o;
       std::memcpy(&o, out + i, sizeof o);
@@ -57,9 +57,9 @@ void scalar_encode_stochastic(const detail::QuantTable& t, const float* x, size_
   }
 }
 
-void scalar_decode_stream(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
-                          float* out) {
-  scalar_decode(t, codes, n, scale, out, false);
+void scalar_decode_stream(const detail::QuantTable& t, const uint8_t* codes, size_t n,
+                          uint32_t block, const uint8_t* scales, float* out) {
+  scalar_decode(t, codes, n, block, scales, out, false);
 }
 
 void no_fence() {}

@@ -34,13 +34,13 @@ void EncodeStochastic(const detail::QuantTable& t, const float* x, size_t n,
                       uint8_t* codes) {
   scalar_kernels().encode_stochastic(t, x, n, s, seed, first_index, codes);
 }
-void Decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale, float* out,
-            bool accumulate) {
-  scalar_kernels().decode(t, codes, n, scale, out, accumulate);
+void Decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
+            const uint8_t* scales, float* out, bool accumulate) {
+  scalar_kernels().decode(t, codes, n, block, scales, out, accumulate);
 }
-void DecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
-                  float* out) {
-  scalar_kernels().decode(t, codes, n, scale, out, false);
+void DecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
+                  const uint8_t* scales, float* out) {
+  scalar_kernels().decode(t, codes, n, block, scales, out, false);
 }
 void Fence() {}
 #else
@@ -673,50 +673,113 @@ void EncodeStochastic(const detail::QuantTable& t, const float* x, size_t n,
 // unpacks reassemble the floats. The codes are first permuted so that the in-lane unpacks leave
 // the 64 floats in order: reordered byte 16L + 4q + j is code 16q + 4L + j. The bytes are the
 // table's own, so the result equals the gather path's bit for bit.
-template <bool kSigned>
-size_t DecodeByteShuffle(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
-                         float* out, bool accumulate) {
+struct ByteTables {
+  __m512i table[4][4];  // [byte][64-entry quarter of the 256 codes]
+  __m512i reorder, sign_bit;
+};
+
+// One group of 64: element 16q + j gets scale[q] lane j (and zero[q], decode_zero of it).
+template <bool kSigned, bool kStream>
+HWY_INLINE void DecodeGroup64(const ByteTables& bt, const __m512 (&scale)[4],
+                              const __m512 (&zero)[4], const uint8_t* codes, float* out,
+                              bool accumulate) {
+  const __m512i c = _mm512_permutexvar_epi8(bt.reorder, _mm512_loadu_si512(codes));
+  __m512i b[4];
+  for (int k = 0; k < 4; ++k) {
+    // vpermi2b reads index bits 0..6: codes 0..127 (signed: the magnitudes).
+    b[k] = _mm512_permutex2var_epi8(bt.table[k][0], c, bt.table[k][1]);
+    if (!kSigned) {
+      const __m512i upper = _mm512_permutex2var_epi8(bt.table[k][2], c, bt.table[k][3]);
+      b[k] = _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), b[k], upper);
+    }
+  }
+  if (kSigned) {  // the sign bit of the code is the sign bit of the float; "-0" is +1
+    b[3] = _mm512_or_si512(b[3], _mm512_and_si512(c, bt.sign_bit));
+    const __mmask64 spare = _mm512_cmpeq_epi8_mask(c, bt.sign_bit);
+    b[2] = _mm512_mask_mov_epi8(b[2], spare, _mm512_set1_epi8(static_cast<char>(0x80)));
+    b[3] = _mm512_mask_mov_epi8(b[3], spare, _mm512_set1_epi8(0x3f));
+  }
+  const __m512i lo01 = _mm512_unpacklo_epi8(b[0], b[1]), hi01 = _mm512_unpackhi_epi8(b[0], b[1]);
+  const __m512i lo23 = _mm512_unpacklo_epi8(b[2], b[3]), hi23 = _mm512_unpackhi_epi8(b[2], b[3]);
+  const __m512i f[4] = {_mm512_unpacklo_epi16(lo01, lo23), _mm512_unpackhi_epi16(lo01, lo23),
+                        _mm512_unpacklo_epi16(hi01, hi23), _mm512_unpackhi_epi16(hi01, hi23)};
+  for (int q = 0; q < 4; ++q) {
+    __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_castsi512_ps(f[q]), scale[q]), zero[q]);
+    if (kStream) {
+      _mm512_stream_ps(out + 16 * q, v);
+      continue;
+    }
+    if (accumulate) v = _mm512_add_ps(_mm512_loadu_ps(out + 16 * q), v);
+    _mm512_storeu_ps(out + 16 * q, v);
+  }
+}
+
+// A run of blocks in groups of 64 elements, the tables in registers throughout. kStream: the
+// output is written with non-temporal stores only, 4 bytes at a time (movnti) up to the first
+// 64-byte aligned element, then 64 at a time (no accumulate; out 4-byte aligned). Then a group
+// may span two blocks (block sizes are multiples of 64, so never more): its lanes take each
+// block's scale. Elements after the last group: the scalar reference.
+template <bool kSigned, bool kStream = false>
+void DecodeByteShuffle(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
+                       const uint8_t* scales, float* out, bool accumulate) {
   alignas(64) static constexpr uint8_t kOrder[64] = {
       0,  1,  2,  3,  16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51,   // lane 0
       4,  5,  6,  7,  20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55,   // lane 1
       8,  9,  10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59,   // lane 2
       12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63};  // lane 3
-  const __m512i reorder = _mm512_load_si512(kOrder);
-  __m512i table[4][4];  // [byte][64-entry quarter of the 256 codes]
+  ByteTables bt;
+  bt.reorder = _mm512_load_si512(kOrder);
+  bt.sign_bit = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int k = 0; k < 4; ++k)
     for (int h = 0; h < (kSigned ? 2 : 4); ++h)
-      table[k][h] = _mm512_loadu_si512(t.value_bytes[k] + 64 * h);
-  const __m512 vscale = _mm512_set1_ps(scale), zero = _mm512_set1_ps(detail::decode_zero(scale));
-  const __m512i sign_bit = _mm512_set1_epi8(static_cast<char>(0x80));
+      bt.table[k][h] = _mm512_loadu_si512(t.value_bytes[k] + 64 * h);
+  auto one = [&](size_t i) {
+    float v = detail::decode_value(t, codes[i], block_scale(scales, i / block));
+    if (kStream) {
+      _mm_stream_si32(reinterpret_cast<int*>(out + i), static_cast<int>(detail::float_bits(v)));
+      return;
+    }
+    if (accumulate) {
+      float o;
+      std::memcpy(&o, out + i, sizeof o);
+      v = o + v;
+    }
+    std::memcpy(out + i, &v, sizeof v);
+  };
   size_t i = 0;
+  if (kStream)
+    for (; i < n && (reinterpret_cast<uintptr_t>(out + i) & 63) != 0; ++i) one(i);
+  size_t b = i / block, next = (b + 1) * size_t{block};  // the group's block; where the next starts
+  auto splat = [&](size_t of, __m512& scale, __m512& zero) {
+    const float s = block_scale(scales, of);
+    scale = _mm512_set1_ps(s);
+    zero = _mm512_set1_ps(detail::decode_zero(s));
+  };
+  __m512 s0, z0;
+  if (i + 64 <= n) splat(b, s0, z0);
   for (; i + 64 <= n; i += 64) {
-    const __m512i c = _mm512_permutexvar_epi8(reorder, _mm512_loadu_si512(codes + i));
-    __m512i b[4];
-    for (int k = 0; k < 4; ++k) {
-      // vpermi2b reads index bits 0..6: codes 0..127 (signed: the magnitudes).
-      b[k] = _mm512_permutex2var_epi8(table[k][0], c, table[k][1]);
-      if (!kSigned) {
-        const __m512i upper = _mm512_permutex2var_epi8(table[k][2], c, table[k][3]);
-        b[k] = _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), b[k], upper);
+    if (i + 64 <= next) {
+      const __m512 scale[4] = {s0, s0, s0, s0}, zero[4] = {z0, z0, z0, z0};
+      DecodeGroup64<kSigned, kStream>(bt, scale, zero, codes + i, out + i, accumulate);
+    } else {  // lanes from next - i on are block b + 1's (it exists: next < n)
+      __m512 s1, z1, scale[4], zero[4];
+      splat(b + 1, s1, z1);
+      const int k = static_cast<int>(next - i);
+      for (int q = 0; q < 4; ++q) {
+        const int from = k - 16 * q;  // the quarter's first lane of block b + 1
+        const __mmask16 m = from <= 0 ? 0xffff : from >= 16 ? 0 : (0xffff << from) & 0xffff;
+        scale[q] = _mm512_mask_mov_ps(s0, m, s1);
+        zero[q] = _mm512_mask_mov_ps(z0, m, z1);
       }
+      DecodeGroup64<kSigned, kStream>(bt, scale, zero, codes + i, out + i, accumulate);
     }
-    if (kSigned) {  // the sign bit of the code is the sign bit of the float; "-0" is +1
-      b[3] = _mm512_or_si512(b[3], _mm512_and_si512(c, sign_bit));
-      const __mmask64 spare = _mm512_cmpeq_epi8_mask(c, sign_bit);
-      b[2] = _mm512_mask_mov_epi8(b[2], spare, _mm512_set1_epi8(static_cast<char>(0x80)));
-      b[3] = _mm512_mask_mov_epi8(b[3], spare, _mm512_set1_epi8(0x3f));
-    }
-    const __m512i lo01 = _mm512_unpacklo_epi8(b[0], b[1]), hi01 = _mm512_unpackhi_epi8(b[0], b[1]);
-    const __m512i lo23 = _mm512_unpacklo_epi8(b[2], b[3]), hi23 = _mm512_unpackhi_epi8(b[2], b[3]);
-    const __m512i f[4] = {_mm512_unpacklo_epi16(lo01, lo23), _mm512_unpackhi_epi16(lo01, lo23),
-                          _mm512_unpacklo_epi16(hi01, hi23), _mm512_unpackhi_epi16(hi01, hi23)};
-    for (int q = 0; q < 4; ++q) {
-      __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_castsi512_ps(f[q]), vscale), zero);
-      if (accumulate) v = _mm512_add_ps(_mm512_loadu_ps(out + i + 16 * q), v);
-      _mm512_storeu_ps(out + i + 16 * q, v);
+    if (i + 64 >= next) {
+      ++b;
+      next += block;
+      if (b < (n + block - 1) / block) splat(b, s0, z0);
     }
   }
-  return i;
+  for (; i < n; ++i) one(i);
 }
 #endif
 
@@ -817,42 +880,62 @@ void DecodeByLoads(const detail::QuantTable& t, const uint8_t* codes, size_t n, 
   }
 }
 
-void Decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale, float* out,
-            bool accumulate) {
-#if HWY_TARGET == HWY_AVX3_DL
-  if (t.bits == 8) {
-    const size_t done = t.is_signed ? DecodeByteShuffle<true>(t, codes, n, scale, out, accumulate)
-                                    : DecodeByteShuffle<false>(t, codes, n, scale, out, accumulate);
-    codes += done;
-    out += done;
-    n -= done;
-  }
-#endif
-  DecodeByLoads(t, codes, n, scale, out, accumulate);
+// Calls fn(first, end, scale) for each block of a run of n elements.
+template <typename Fn>
+HWY_INLINE void ForEachBlock(size_t n, uint32_t block, const uint8_t* scales, Fn fn) {
+  for (size_t first = 0; first < n; first += block)
+    fn(first, first + std::min<size_t>(block, n - first), block_scale(scales, first / block));
 }
 
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET != HWY_AVX3_DL
-// Decode's table lookups with non-temporal stores only: 32 bytes at a time from the first 32-byte
-// aligned element on, 4 bytes at a time (movnti) before it and after the last full vector. A line
-// written partly by ordinary stores and partly by non-temporal ones costs far more than either:
-// blocks end and begin inside lines. An output not aligned to 4 bytes is written as Decode writes
-// it, all of it (decode_blocks then gets no non-temporal store at all).
-void DecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
-                  float* out) {
-  if ((reinterpret_cast<uintptr_t>(out) & 3) != 0) return Decode(t, codes, n, scale, out, false);
-  alignas(64) uint32_t bits[256];
-  ScaledValues(t, scale, bits);
+void Decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
+            const uint8_t* scales, float* out, bool accumulate) {
+#if HWY_TARGET == HWY_AVX3_DL
+  if (t.bits == 8) {
+    return t.is_signed ? DecodeByteShuffle<true>(t, codes, n, block, scales, out, accumulate)
+                       : DecodeByteShuffle<false>(t, codes, n, block, scales, out, accumulate);
+  }
+#endif
+  ForEachBlock(n, block, scales, [&](size_t first, size_t end, float scale) {
+    DecodeByLoads(t, codes + first, end - first, scale, out + first, accumulate);
+  });
+}
+
+#if HWY_TARGET == HWY_AVX3_DL
+// Decode with non-temporal stores only (DecodeByteShuffle's kStream). An output not aligned to 4
+// bytes is written as Decode writes it, all of it, so that no line is written by both kinds of
+// store (see the lookup version below).
+void DecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
+                  const uint8_t* scales, float* out) {
+  if (t.bits != 8 || (reinterpret_cast<uintptr_t>(out) & 3) != 0)
+    return Decode(t, codes, n, block, scales, out, false);
+  t.is_signed ? DecodeByteShuffle<true, true>(t, codes, n, block, scales, out, false)
+              : DecodeByteShuffle<false, true>(t, codes, n, block, scales, out, false);
+}
+#elif HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+// Decode's table lookups with non-temporal stores only: per block, 32 bytes at a time from the
+// first 32-byte aligned element on, 4 bytes at a time (movnti) before it and after the last full
+// vector. A line written partly by ordinary stores and partly by non-temporal ones costs far more
+// than either: blocks end and begin inside lines. An output not aligned to 4 bytes is written as
+// Decode writes it, all of it (decode_blocks then gets no non-temporal store at all).
+void DecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
+                  const uint8_t* scales, float* out) {
+  if ((reinterpret_cast<uintptr_t>(out) & 3) != 0)
+    return Decode(t, codes, n, block, scales, out, false);
   int* words = reinterpret_cast<int*>(out);
-  size_t i = 0;
-  for (; i < n && (reinterpret_cast<uintptr_t>(out + i) & 31) != 0; ++i)
-    _mm_stream_si32(words + i, static_cast<int>(bits[codes[i]]));
-  i += LookUp16<true>(bits, codes + i, n - i, out + i);
-  for (; i < n; ++i) _mm_stream_si32(words + i, static_cast<int>(bits[codes[i]]));
+  ForEachBlock(n, block, scales, [&](size_t first, size_t end, float scale) {
+    alignas(64) uint32_t bits[256];
+    ScaledValues(t, scale, bits);
+    size_t i = first;
+    for (; i < end && (reinterpret_cast<uintptr_t>(out + i) & 31) != 0; ++i)
+      _mm_stream_si32(words + i, static_cast<int>(bits[codes[i]]));
+    i += LookUp16<true>(bits, codes + i, end - i, out + i);
+    for (; i < end; ++i) _mm_stream_si32(words + i, static_cast<int>(bits[codes[i]]));
+  });
 }
 #else
-void DecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
-                  float* out) {
-  Decode(t, codes, n, scale, out, false);
+void DecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
+                  const uint8_t* scales, float* out) {
+  Decode(t, codes, n, block, scales, out, false);
 }
 #endif
 
@@ -898,13 +981,13 @@ void DispatchStochastic(const detail::QuantTable& t, const float* x, size_t n,
                         uint8_t* codes) {
   HWY_DYNAMIC_DISPATCH(EncodeStochastic)(t, x, n, s, seed, first_index, codes);
 }
-void DispatchDecode(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
-                    float* out, bool accumulate) {
-  HWY_DYNAMIC_DISPATCH(Decode)(t, codes, n, scale, out, accumulate);
+void DispatchDecode(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
+                    const uint8_t* scales, float* out, bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(Decode)(t, codes, n, block, scales, out, accumulate);
 }
-void DispatchDecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
-                          float* out) {
-  HWY_DYNAMIC_DISPATCH(DecodeStream)(t, codes, n, scale, out);
+void DispatchDecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n,
+                          uint32_t block, const uint8_t* scales, float* out) {
+  HWY_DYNAMIC_DISPATCH(DecodeStream)(t, codes, n, block, scales, out);
 }
 void DispatchFence() {
   HWY_DYNAMIC_DISPATCH(Fence)();

@@ -157,8 +157,11 @@ void expect_decode_equal(const detail::QuantTable& t) {
       std::vector<float> simd(codes.size());
       for (size_t i = 0; i < simd.size(); ++i) simd[i] = start[i % (sizeof start / sizeof *start)];
       std::vector<float> scalar = simd;
-      codec::simd_kernels().decode(t, codes.data(), codes.size(), scale, simd.data(), accumulate);
-      codec::scalar_kernels().decode(t, codes.data(), codes.size(), scale, scalar.data(),
+      const uint32_t block = static_cast<uint32_t>(codes.size());  // one block, one scale
+      const uint8_t* scales = reinterpret_cast<const uint8_t*>(&scale);
+      codec::simd_kernels().decode(t, codes.data(), codes.size(), block, scales, simd.data(),
+                                   accumulate);
+      codec::scalar_kernels().decode(t, codes.data(), codes.size(), block, scales, scalar.data(),
                                      accumulate);
       ASSERT_EQ(0, std::memcmp(simd.data(), scalar.data(), 4 * codes.size()))
           << "scale " << scale << " target " << codec::simd_target_name();
@@ -282,8 +285,10 @@ TEST(SimdSweep, DecodeEqualsScalarForEveryCode) {
 }
 
 // Every float from 2^-26 to 2 (both signs), in chunks, on the dispatched (best) target.
-// decode_stream (non-temporal stores from the first 32-byte aligned element on) writes what the
-// scalar decode writes, at every alignment of the output, including ones that are not a float's.
+// decode_stream (non-temporal stores from the first 32- or, with VBMI, 64-byte aligned element on)
+// writes what the scalar decode writes, at every alignment of the output, including ones that are
+// not a float's, over a run of blocks of 64 with their own scales (so that a vector straddles two
+// blocks where the output is not aligned; one block of scale -0) and a short last block.
 TEST(SimdSweep, DecodeStreamEqualsScalarAtEveryAlignment) {
   on_every_target([] {
     for (const detail::QuantTable* t : all_tables()) {
@@ -293,14 +298,19 @@ TEST(SimdSweep, DecodeStreamEqualsScalarAtEveryAlignment) {
       for (uint32_t c = 0; c < 37; ++c)
         codes.push_back(static_cast<uint8_t>((37 * c) & ((1u << t->bits) - 1)));
       const size_t n = codes.size();
+      constexpr uint32_t kBlock = 64;
+      std::vector<float> scale_of((n + kBlock - 1) / kBlock);
+      for (size_t b = 0; b < scale_of.size(); ++b)
+        scale_of[b] = b == 5 ? -0.0f : (b % 2 ? 3.7e-3f : -3.7e-3f) * float(b + 1);
+      const uint8_t* scales = reinterpret_cast<const uint8_t*>(scale_of.data());
       std::vector<uint8_t> buffer(4 * n + 128, 0xAB), expect(4 * n);
-      codec::scalar_kernels().decode(*t, codes.data(), n, -3.7e-3f,
+      codec::scalar_kernels().decode(*t, codes.data(), n, kBlock, scales,
                                      reinterpret_cast<float*>(expect.data()), false);
       const size_t base = (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) % 64;
-      for (size_t offset : {0, 4, 8, 12, 16, 20, 24, 28, 1, 2, 3, 33}) {
+      for (size_t offset : {0, 4, 8, 12, 16, 20, 24, 28, 36, 60, 1, 2, 3, 33}) {
         std::fill(buffer.begin(), buffer.end(), uint8_t{0xAB});
         float* out = reinterpret_cast<float*>(buffer.data() + base + offset);
-        codec::simd_kernels().decode_stream(*t, codes.data(), n, -3.7e-3f, out);
+        codec::simd_kernels().decode_stream(*t, codes.data(), n, kBlock, scales, out);
         codec::simd_kernels().fence();
         ASSERT_EQ(0, std::memcmp(buffer.data() + base + offset, expect.data(), 4 * n))
             << "offset " << offset << ", target " << codec::simd_target_name();

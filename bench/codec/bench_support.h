@@ -1,0 +1,126 @@
+// What octet_codec_bench and octet_codec_best_of share: the streaming kernels of the bound (the
+// least work that touches the codec's bytes), and the choice of the codec's SIMD target.
+//
+// The bound is the machine's, not the compiler's default target's: on x86 each kernel is compiled
+// for the baseline, AVX2 and AVX-512 and runs at the widest that both the CPU and the codec's SIMD
+// target have, so a codec that uses AVX-512 is not compared with a loop the compiler was only
+// allowed to give SSE2.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <hwy/targets.h>
+
+#include "octet/codec.h"
+
+namespace octet_bench {
+
+namespace detail {
+
+__attribute__((always_inline)) inline void encode_body(const float* in, uint8_t* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, in + i, 4);
+    out[i] = static_cast<uint8_t>(u >> 24);
+  }
+}
+
+__attribute__((always_inline)) inline void decode_body(const uint8_t* in, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define OCTET_BENCH_AVX2 __attribute__((target("avx2")))
+#define OCTET_BENCH_AVX512 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,prefer-vector-width=512")))
+OCTET_BENCH_AVX2 inline void encode_avx2(const float* in, uint8_t* out, size_t n) {
+  encode_body(in, out, n);
+}
+OCTET_BENCH_AVX512 inline void encode_avx512(const float* in, uint8_t* out, size_t n) {
+  encode_body(in, out, n);
+}
+OCTET_BENCH_AVX2 inline void decode_avx2(const uint8_t* in, float* out, size_t n) {
+  decode_body(in, out, n);
+}
+OCTET_BENCH_AVX512 inline void decode_avx512(const uint8_t* in, float* out, size_t n) {
+  decode_body(in, out, n);
+}
+#undef OCTET_BENCH_AVX2
+#undef OCTET_BENCH_AVX512
+
+// 2: AVX-512 (F, BW, VL), 1: AVX2, 0: the baseline; the CPU's widest, or narrower where the
+// codec's SIMD target is (select_simd_target_from_env): a codec restricted to AVX2 is compared
+// with the bound of a machine whose widest vectors are AVX2's.
+inline int vector_level() {
+  static const int level = [] {
+    const int cpu = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                            __builtin_cpu_supports("avx512vl")
+                        ? 2
+                    : __builtin_cpu_supports("avx2") ? 1
+                                                     : 0;
+    const std::string target = octet::simd_target();
+    const int codec = target.rfind("AVX3", 0) == 0 ? 2 : target == "AVX2" ? 1 : 0;
+    return cpu < codec ? cpu : codec;
+  }();
+  return level;
+}
+#endif
+
+}  // namespace detail
+
+// Encode direction: read a float, write one byte of it.
+inline void stream_encode(const float* in, uint8_t* out, size_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  switch (detail::vector_level()) {
+    case 2:
+      return detail::encode_avx512(in, out, n);
+    case 1:
+      return detail::encode_avx2(in, out, n);
+    default:
+      break;
+  }
+#endif
+  detail::encode_body(in, out, n);
+}
+
+// Decode direction: read a byte, write a float.
+inline void stream_decode(const uint8_t* in, float* out, size_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  switch (detail::vector_level()) {
+    case 2:
+      return detail::decode_avx512(in, out, n);
+    case 1:
+      return detail::decode_avx2(in, out, n);
+    default:
+      break;
+  }
+#endif
+  detail::decode_body(in, out, n);
+}
+
+// Restricts the codec's runtime dispatch to the SIMD target that $OCTET_SIMD_TARGET names (as
+// octet::simd_target() prints it: AVX3_DL, AVX3, AVX2, SSE4 ...), so that one machine also
+// measures the code that CPUs without its widest extensions run. Call before the first codec
+// call. Unset or empty: the best target. Exits with a one-line error if the CPU or the build
+// lacks the target.
+inline void select_simd_target_from_env() {
+  const char* want = std::getenv("OCTET_SIMD_TARGET");
+  if (want == nullptr || *want == '\0') return;
+  const uint64_t supported = static_cast<uint64_t>(hwy::SupportedTargets());
+  for (uint64_t bits = supported; bits != 0; bits &= bits - 1) {
+    const uint64_t bit = bits & (~bits + 1);
+    hwy::SetSupportedTargetsForTest(static_cast<int64_t>(bit));
+    if (octet::simd_target() == want) return;
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  std::fprintf(stderr, "error: OCTET_SIMD_TARGET=%s: not a SIMD target of this CPU and build\n",
+               want);
+  std::exit(2);
+}
+
+}  // namespace octet_bench
