@@ -287,6 +287,7 @@ PolicyState::Decision PolicyState::decide(Comm& comm, Collective op, double fp32
   d.estimate = estimate(comm, key, fp32_bytes, options, &d.other_algorithm_seconds);
   d.curves = &curves_.find(key)->second;  // std::map: stays valid as keys are added
   d.bucket = bucket_of(fp32_bytes);
+  if (!d.curves->agreed[d.bucket]) restart_agreements();
   last_ = d;
   last_op_ = op;
   last_codec_ = options.codec;
@@ -359,6 +360,12 @@ void PolicyState::count_call(Comm& comm) {
   sync(comm);
 }
 
+// The same on every rank: every rank makes the same calls, and `agreed` comes from agreements.
+void PolicyState::restart_agreements() {
+  interval_ = kPolicySyncCalls;
+  next_sync_ = std::min<int64_t>(next_sync_, calls_ + kPolicySyncCalls);
+}
+
 void PolicyState::observe(const Decision& d, bool compressed, double seconds) {
   Curves& c = *d.curves;
   const int b = d.bucket, path = path_of(d, compressed);
@@ -403,6 +410,7 @@ void PolicyState::sync(Comm& comm) {
         double& factor = c.factor[path][b];
         // Faster than believed is taken as it is; slower is averaged in (load comes and goes).
         if (v[i] > 0) factor = v[i] < factor ? v[i] : 0.5 * factor + 0.5 * v[i];
+        if (v[i] > 0) c.agreed[b] = true;
         c.seen[path][b] = 0;
         c.calls[path][b] = 0;
       }

@@ -53,6 +53,11 @@ class PolicyState {
     PerBucket<double> seen{};  // min ratio since the last sync
     PerBucket<int> calls{};
     std::array<uint8_t, kBuckets> explore{};  // calls left to explore, set by an agreement
+    // Buckets whose observed times an agreement has folded in. The first call of a size whose
+    // bucket has none brings the next agreement forward to kPolicySyncCalls calls away and
+    // restarts the doubling from there: a size that a job starts calling late (after thousands
+    // of calls of others) is corrected within a few hundred calls, not thousands.
+    std::array<bool, kBuckets> agreed{};
   };
 
   // A call's estimate and where to record its time.
@@ -90,6 +95,7 @@ class PolicyState {
   bool repeats_last(Collective op, double fp32_bytes, const CollectiveOptions& options) const;
   Decision explored(Decision d);
   void count_call(Comm& comm);
+  void restart_agreements();
   void sync(Comm& comm);
   std::map<PolicyKey, Curves> curves_;
   int64_t calls_ = 0, next_sync_ = kPolicySyncCalls, interval_ = kPolicySyncCalls;

@@ -120,6 +120,33 @@ TEST(PolicyCurves, AnOverpricedPathNotTakenIsMeasuredAgain) {
   }
 }
 
+// A size first called late, after thousands of calls of another (the agreements then come every
+// 2048 or 4096 calls), is corrected as fast as one called from the start: its first call brings
+// the next agreement forward. Seeded far too cheap, its compressed calls (tens of microseconds
+// over threads) are seen slower at that agreement and the call declines from there, within 200
+// calls; on the doubling schedule alone the first agreement after call 3000 would come at 4032.
+TEST(PolicyCurves, ASizeFirstCalledLateIsCorrectedWithinHundredsOfCalls) {
+  const size_t early = 64, late = 4096;  // elements: buckets far apart
+  PolicyCurves seeded;
+  seeded.bytes = {4, std::ldexp(1.0, 40)};
+  seeded.plain_seconds = {2e-6, 2e-6};
+  seeded.compressed_seconds = {1e-6, 1e-6};
+  std::vector<PolicyEstimate> before(3), after(3);
+  expect_ok(test::run_on_threads(3, [&](Comm& comm) {
+    set_policy_curves(comm, Collective::kAllreduce, CodecOptions{}, seeded);
+    std::vector<float> x(late, 1.0f), y(late);
+    for (int call = 0; call < 3000; ++call) allreduce(comm, x.data(), y.data(), early);
+    before[comm.rank()] = estimate_policy(comm, Collective::kAllreduce, late, {});
+    for (int call = 0; call < 200; ++call) allreduce(comm, x.data(), y.data(), late);
+    after[comm.rank()] = estimate_policy(comm, Collective::kAllreduce, late, {});
+  }));
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_TRUE(before[r].compress) << "rank " << r;
+    EXPECT_FALSE(after[r].compress) << "rank " << r << ": the late size was not corrected";
+    EXPECT_EQ(after[r].plain_seconds, after[0].plain_seconds) << "rank " << r;
+  }
+}
+
 // Different curves on different ranks: the agreed (median) curves, identical everywhere.
 TEST(PolicyCurves, DifferentCurvesOnEveryRankStillDecideAlike) {
   std::vector<std::vector<PolicyEstimate>> all(3);
