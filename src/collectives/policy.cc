@@ -287,7 +287,9 @@ PolicyState::Decision PolicyState::decide(Comm& comm, Collective op, double fp32
   d.estimate = estimate(comm, key, fp32_bytes, options, &d.other_algorithm_seconds);
   d.curves = &curves_.find(key)->second;  // std::map: stays valid as keys are added
   d.bucket = bucket_of(fp32_bytes);
-  if (!d.curves->agreed[d.bucket]) restart_agreements();
+  const double faster = std::min(d.estimate.plain_seconds, d.estimate.compressed_seconds);
+  const double slower = std::max(d.estimate.plain_seconds, d.estimate.compressed_seconds);
+  if (!d.curves->agreed[d.bucket] && slower < kExploreWithin * faster) restart_agreements();
   last_ = d;
   last_op_ = op;
   last_codec_ = options.codec;

@@ -54,9 +54,11 @@ class PolicyState {
     PerBucket<int> calls{};
     std::array<uint8_t, kBuckets> explore{};  // calls left to explore, set by an agreement
     // Buckets whose observed times an agreement has folded in. The first call of a size whose
-    // bucket has none brings the next agreement forward to kPolicySyncCalls calls away and
-    // restarts the doubling from there: a size that a job starts calling late (after thousands
-    // of calls of others) is corrected within a few hundred calls, not thousands.
+    // bucket has none, where the two paths' estimates are within kExploreWithin, brings the next
+    // agreement forward to kPolicySyncCalls calls away and restarts the doubling from there: a
+    // size that a job starts calling late (after thousands of calls of others) is corrected
+    // within a few hundred calls, not thousands. (Where the paths are far apart, as for tiny
+    // calls, an agreement would cost more than it could change.)
     std::array<bool, kBuckets> agreed{};
   };
 
