@@ -122,9 +122,11 @@ TEST(PolicyCurves, AnOverpricedPathNotTakenIsMeasuredAgain) {
 
 // A size first called late, after thousands of calls of another (the agreements then come every
 // 2048 or 4096 calls), is corrected as fast as one called from the start: its first call brings
-// the next agreement forward. Seeded far too cheap, its compressed calls (tens of microseconds
-// over threads) are seen slower at that agreement and the call declines from there, within 200
-// calls; on the doubling schedule alone the first agreement after call 3000 would come at 4032.
+// the next agreement forward. Seeded far too cheap (1 us), its compressed calls (tens of
+// microseconds or more over threads) are seen slower at that agreement, which corrects the
+// estimate within 200 calls; on the doubling schedule alone the first agreement after call 3000
+// would come at 4032, and the estimate would still be the seeded one. (Which path then wins
+// depends on the machine: under ASan the plain path over threads can be the slower one.)
 TEST(PolicyCurves, ASizeFirstCalledLateIsCorrectedWithinHundredsOfCalls) {
   const size_t early = 64, late = 4096;  // elements: buckets far apart
   PolicyCurves seeded;
@@ -142,8 +144,11 @@ TEST(PolicyCurves, ASizeFirstCalledLateIsCorrectedWithinHundredsOfCalls) {
   }));
   for (int r = 0; r < 3; ++r) {
     EXPECT_TRUE(before[r].compress) << "rank " << r;
-    EXPECT_FALSE(after[r].compress) << "rank " << r << ": the late size was not corrected";
+    EXPECT_GT(after[r].compressed_seconds, 5 * before[r].compressed_seconds)
+        << "rank " << r << ": the late size was not corrected";
+    EXPECT_EQ(after[r].compressed_seconds, after[0].compressed_seconds) << "rank " << r;
     EXPECT_EQ(after[r].plain_seconds, after[0].plain_seconds) << "rank " << r;
+    EXPECT_EQ(after[r].compress, after[0].compress) << "rank " << r;
   }
 }
 
