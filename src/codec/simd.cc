@@ -145,7 +145,7 @@ HWY_INLINE __m256i Assemble8(uint32_t v0, uint32_t v1, uint32_t v2, uint32_t v3,
 
 #endif
 
-#if HWY_TARGET == HWY_AVX2
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 // table[idx_k] for 8 lanes by scalar loads (any 32-bit table: read through a may_alias type).
 HWY_INLINE __m256i LoadLanes(const void* table, __m256i idx) {
   typedef uint32_t __attribute__((may_alias)) Word;
@@ -389,7 +389,6 @@ struct StochasticLevels {
   hn::Vec<DF> two_margin;
 };
 
-#if HWY_TARGET == HWY_AVX2
 // quant_math.h's level_to_code on 32 levels at once, as bytes: packs levels and the signs of the
 // normalised values (signed saturation keeps the sign) to bytes, then
 // code = negative ? (level == 0 ? 0 : min(level, top - 1) | sign_code) : level
@@ -401,19 +400,27 @@ struct CodePacker {
         sign_code(_mm256_set1_epi8(static_cast<char>(t.sign_code))),
         order(_mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)) {}
 
-  HWY_INLINE void Store(const hn::Vec<DI> level[4], const hn::Vec<DI> u[4], uint8_t* out) const {
-    const __m256i l = _mm256_packus_epi16(_mm256_packs_epi32(level[0].raw, level[1].raw),
-                                          _mm256_packs_epi32(level[2].raw, level[3].raw));
+  // level and u: 256-bit vectors (__m256i, or Highway's on the AVX2 target).
+  template <class V>
+  HWY_INLINE void Store(const V level[4], const V u[4], uint8_t* out) const {
+    const __m256i l = _mm256_packus_epi16(_mm256_packs_epi32(raw(level[0]), raw(level[1])),
+                                          _mm256_packs_epi32(raw(level[2]), raw(level[3])));
     __m256i code = l;
     if (is_signed) {
-      const __m256i sign = _mm256_packs_epi16(_mm256_packs_epi32(u[0].raw, u[1].raw),
-                                              _mm256_packs_epi32(u[2].raw, u[3].raw));
+      const __m256i sign = _mm256_packs_epi16(_mm256_packs_epi32(raw(u[0]), raw(u[1])),
+                                              _mm256_packs_epi32(raw(u[2]), raw(u[3])));
       const __m256i zero = _mm256_cmpeq_epi8(l, _mm256_setzero_si256());
       const __m256i neg =
           _mm256_andnot_si256(zero, _mm256_or_si256(_mm256_min_epu8(l, top_neg), sign_code));
       code = _mm256_blendv_epi8(l, neg, sign);
     }
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permutevar8x32_epi32(code, order));
+  }
+
+  static HWY_INLINE __m256i raw(__m256i v) { return v; }
+  template <class V>
+  static HWY_INLINE __m256i raw(V v) {
+    return v.raw;
   }
 
   bool is_signed;
@@ -447,34 +454,34 @@ struct KeyedLevels {
 
 // Round-to-nearest by KeyedLevels, 32 elements a step: 4 vectors of levels, one byte store. On
 // AVX2 (AMD Zen 3) this exact lookup is faster than the segment arithmetic, whose four 8-lane
-// permutes per vector all queue for one pipe. Returns the elements done.
+// permutes per vector all queue for one pipe; the AVX-512 targets use it (in 256-bit vectors) for
+// the types without a segment plan, where the alternative is a gather. Returns the elements done.
 template <bool kPre>
 size_t EncodeBuckets(const KeyedLevels& keyed, const detail::QuantTable& t, const float* x,
                      size_t n, const detail::BlockScale& s, uint8_t* codes) {
-  const DF df;
-  const DI di;
-  const size_t N = hn::Lanes(di);
   // Local copies: the code stores (bytes) could alias anything reached through a reference.
   const KeyedLevels levels = keyed;
   const CodePacker packer(t);
-  const auto abs_mask = hn::Set(di, static_cast<int32_t>(detail::kAbsMask));
-  const auto pre = hn::Set(df, s.pre), inv = hn::Set(df, s.inv);
+  const __m256i abs_mask = _mm256_set1_epi32(static_cast<int>(detail::kAbsMask));
+  const __m256 pre = _mm256_set1_ps(s.pre), inv = _mm256_set1_ps(s.inv);
   size_t i = 0;
-  for (; i + 4 * N <= n; i += 4 * N) {
+  for (; i + 32 <= n; i += 32) {
     hwy::Prefetch(x + n + i);
-    hwy::Prefetch(x + n + i + 2 * N);
-    hn::Vec<DI> u[4], level[4];
+    hwy::Prefetch(x + n + i + 16);
+    __m256i u[4], level[4];
     for (int k = 0; k < 4; ++k) {
-      auto v = LoadFloats(x + i + k * N);
-      if (kPre) v = hn::Mul(v, pre);
-      u[k] = hn::BitCast(di, hn::Mul(v, inv));
-      level[k] = hn::Vec<DI>{levels.Level(hn::And(u[k], abs_mask).raw)};
+      __m256 v = _mm256_castsi256_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 8 * k)));
+      if (kPre) v = _mm256_mul_ps(v, pre);
+      u[k] = _mm256_castps_si256(_mm256_mul_ps(v, inv));
+      level[k] = levels.Level(_mm256_and_si256(u[k], abs_mask));
     }
     packer.Store(level, u, codes + i);
   }
   return i;
 }
-#else
+
+#if HWY_TARGET != HWY_AVX2
 // A vector a step (AVX-512 targets).
 size_t EncodeSegments(const Lookup& lookup, const SegmentLevels& seg, const detail::QuantTable& t,
                       const float* x, size_t n, const detail::BlockScale& s, uint8_t* codes) {
@@ -506,18 +513,21 @@ void EncodeNearest(const detail::QuantTable& t, const float* x, size_t n,
   const Lookup lookup(t);
   const auto abs_mask = hn::Set(di, static_cast<int32_t>(detail::kAbsMask));
   size_t i = 0;
-#if HWY_TARGET == HWY_AVX2
-  const BucketKeys& keys = bucket_keys(t);
-  if (!keys.key.empty()) {
-    const KeyedLevels keyed(keys, t);
-    i = s.pre == 1.0f ? EncodeBuckets<false>(keyed, t, x, n, s, codes)
-                      : EncodeBuckets<true>(keyed, t, x, n, s, codes);
-  }
-#elif OCTET_SEGMENT_LEVELS
+#if OCTET_SEGMENT_LEVELS
+  bool keyed = true;  // AVX2: the keyed lookup for every type
+#if HWY_TARGET != HWY_AVX2
   const SegmentPlan& plan = segment_plan(t);
   if (plan.usable) {
     const SegmentLevels seg(plan, lookup.top);
     i = EncodeSegments(lookup, seg, t, x, n, s, codes);
+  }
+  keyed = !plan.usable;
+#endif
+  const BucketKeys& keys = bucket_keys(t);
+  if (keyed && !keys.key.empty()) {
+    const KeyedLevels levels(keys, t);
+    i = s.pre == 1.0f ? EncodeBuckets<false>(levels, t, x, n, s, codes)
+                      : EncodeBuckets<true>(levels, t, x, n, s, codes);
   }
 #endif
   for (; i + N <= n; i += N) {
