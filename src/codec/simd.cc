@@ -470,8 +470,8 @@ size_t EncodeBuckets(const KeyedLevels& keyed, const detail::QuantTable& t, cons
     hwy::Prefetch(x + n + i + 16);
     __m256i u[4], level[4];
     for (int k = 0; k < 4; ++k) {
-      __m256 v = _mm256_castsi256_ps(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 8 * k)));
+      __m256 v =
+          _mm256_castsi256_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 8 * k)));
       if (kPre) v = _mm256_mul_ps(v, pre);
       u[k] = _mm256_castps_si256(_mm256_mul_ps(v, inv));
       level[k] = levels.Level(_mm256_and_si256(u[k], abs_mask));
