@@ -4,8 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
+#include "codec/payload.h"
 #include "octet/detail/quant_math.h"
 
 namespace octet {
@@ -43,9 +43,7 @@ struct BlockKernels {
 
 // The scale of block b of a scales array as decode takes it.
 inline float block_scale(const uint8_t* scales, size_t b) {
-  float v;
-  std::memcpy(&v, scales + 4 * b, sizeof v);
-  return v;
+  return load_f32(scales + 4 * b);
 }
 
 const BlockKernels& scalar_kernels();
