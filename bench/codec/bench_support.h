@@ -69,6 +69,14 @@ inline int vector_level() {
   }();
   return level;
 }
+
+// The kernel's version for vector_level(): baseline, AVX2 or AVX-512.
+template <typename In, typename Out>
+inline void at_width(void (*base)(const In*, Out*, size_t), void (*avx2)(const In*, Out*, size_t),
+                     void (*avx512)(const In*, Out*, size_t), const In* in, Out* out, size_t n) {
+  const int level = vector_level();
+  (level == 2 ? avx512 : level == 1 ? avx2 : base)(in, out, n);
+}
 #endif
 
 }  // namespace detail
@@ -76,31 +84,19 @@ inline int vector_level() {
 // Encode direction: read a float, write one byte of it.
 inline void stream_encode(const float* in, uint8_t* out, size_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  switch (detail::vector_level()) {
-    case 2:
-      return detail::encode_avx512(in, out, n);
-    case 1:
-      return detail::encode_avx2(in, out, n);
-    default:
-      break;
-  }
-#endif
+  detail::at_width(detail::encode_body, detail::encode_avx2, detail::encode_avx512, in, out, n);
+#else
   detail::encode_body(in, out, n);
+#endif
 }
 
 // Decode direction: read a byte, write a float.
 inline void stream_decode(const uint8_t* in, float* out, size_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  switch (detail::vector_level()) {
-    case 2:
-      return detail::decode_avx512(in, out, n);
-    case 1:
-      return detail::decode_avx2(in, out, n);
-    default:
-      break;
-  }
-#endif
+  detail::at_width(detail::decode_body, detail::decode_avx2, detail::decode_avx512, in, out, n);
+#else
   detail::decode_body(in, out, n);
+#endif
 }
 
 // Restricts the codec's runtime dispatch to the SIMD target that $OCTET_SIMD_TARGET names (as
