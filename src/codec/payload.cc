@@ -38,22 +38,6 @@ bool known_type(uint8_t t) {
 
 }  // namespace
 
-void store_u32(uint8_t* p, uint32_t v) {
-  std::memcpy(p, &v, 4);
-}
-uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-void store_f32(uint8_t* p, float v) {
-  std::memcpy(p, &v, 4);
-}
-float load_f32(const uint8_t* p) {
-  float v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 uint32_t crc32_of(const uint8_t* data, size_t n) {
   uLong crc = crc32(0L, Z_NULL, 0);

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "octet/codec.h"
 
@@ -75,11 +76,24 @@ Layout finish_layout(const EncodePlan& plan, uint32_t specials, size_t out_capac
 // Writes the payload header (kHeaderSize bytes) for the plan.
 void write_plan_header(uint8_t* out, const EncodePlan& plan, uint32_t specials);
 
-// Little-endian field access at any alignment.
-void store_u32(uint8_t* p, uint32_t v);
-uint32_t load_u32(const uint8_t* p);
-void store_f32(uint8_t* p, float v);
-float load_f32(const uint8_t* p);
+// Little-endian field access at any alignment. Inline: the decoders read a block's scale through
+// load_f32, and a call there would make them keep their table registers in memory.
+inline void store_u32(uint8_t* p, uint32_t v) {
+  std::memcpy(p, &v, 4);
+}
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline void store_f32(uint8_t* p, float v) {
+  std::memcpy(p, &v, 4);
+}
+inline float load_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
 
 }  // namespace codec
 }  // namespace octet

@@ -682,72 +682,162 @@ void EncodeStochastic(const detail::QuantTable& t, const float* x, size_t n,
     scalar_kernels().encode_stochastic(t, x + i, n - i, s, seed, first_index + i, codes + i);
 }
 
-#if HWY_TARGET == HWY_AVX3_DL
-// AVX-512 VBMI (Ice Lake and later): decodes 64 codes at a time without a gather. Each of the 4
-// bytes of a value comes from a 128-entry byte table held in two registers (vpermi2b), and byte
-// unpacks reassemble the floats. The codes are first permuted so that the in-lane unpacks leave
-// the 64 floats in order: reordered byte 16L + 4q + j is code 16q + 4L + j. The bytes are the
-// table's own, so the result equals the gather path's bit for bit.
-struct ByteTables {
-  __m512i table[4][4];  // [byte][64-entry quarter of the 256 codes]
-  __m512i reorder, sign_bit;
-};
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3
+// AVX-512 decodes a group of codes at a time from tables held in registers, without a gather: the
+// values' bytes (VBMI) or 16-bit halves (plain AVX-512, BW) come from in-register permutes over
+// the table's own bits, so the result equals the lookup path's bit for bit. A group's lanes
+// 16q..16q+15 take scale[q] and zero[q] (decode_zero of it).
 
-// One group of 64: element 16q + j gets scale[q] lane j (and zero[q], decode_zero of it).
-template <bool kSigned, bool kStream>
-HWY_INLINE void DecodeGroup64(const ByteTables& bt, const __m512 (&scale)[4],
-                              const __m512 (&zero)[4], const uint8_t* codes, float* out,
-                              bool accumulate) {
-  const __m512i c = _mm512_permutexvar_epi8(bt.reorder, _mm512_loadu_si512(codes));
-  __m512i b[4];
-  for (int k = 0; k < 4; ++k) {
-    // vpermi2b reads index bits 0..6: codes 0..127 (signed: the magnitudes).
-    b[k] = _mm512_permutex2var_epi8(bt.table[k][0], c, bt.table[k][1]);
-    if (!kSigned) {
-      const __m512i upper = _mm512_permutex2var_epi8(bt.table[k][2], c, bt.table[k][3]);
-      b[k] = _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), b[k], upper);
-    }
-  }
-  if (kSigned) {  // the sign bit of the code is the sign bit of the float; "-0" is +1
-    b[3] = _mm512_or_si512(b[3], _mm512_and_si512(c, bt.sign_bit));
-    const __mmask64 spare = _mm512_cmpeq_epi8_mask(c, bt.sign_bit);
-    b[2] = _mm512_mask_mov_epi8(b[2], spare, _mm512_set1_epi8(static_cast<char>(0x80)));
-    b[3] = _mm512_mask_mov_epi8(b[3], spare, _mm512_set1_epi8(0x3f));
-  }
-  const __m512i lo01 = _mm512_unpacklo_epi8(b[0], b[1]), hi01 = _mm512_unpackhi_epi8(b[0], b[1]);
-  const __m512i lo23 = _mm512_unpacklo_epi8(b[2], b[3]), hi23 = _mm512_unpackhi_epi8(b[2], b[3]);
-  const __m512i f[4] = {_mm512_unpacklo_epi16(lo01, lo23), _mm512_unpackhi_epi16(lo01, lo23),
-                        _mm512_unpacklo_epi16(hi01, hi23), _mm512_unpackhi_epi16(hi01, hi23)};
-  for (int q = 0; q < 4; ++q) {
-    __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_castsi512_ps(f[q]), scale[q]), zero[q]);
-    if (kStream) {
-      _mm512_stream_ps(out + 16 * q, v);
-      continue;
-    }
-    if (accumulate) v = _mm512_add_ps(_mm512_loadu_ps(out + 16 * q), v);
-    _mm512_storeu_ps(out + 16 * q, v);
-  }
+// Writes 16 decoded lanes: non-temporal (kStream, out 64-byte aligned), or out (+)= v.
+template <bool kStream>
+HWY_INLINE void StoreDecoded(__m512 v, float* out, bool accumulate) {
+  if (kStream) return _mm512_stream_ps(out, v);
+  if (accumulate) v = _mm512_add_ps(_mm512_loadu_ps(out), v);
+  _mm512_storeu_ps(out, v);
 }
 
-// A run of blocks in groups of 64 elements, the tables in registers throughout. kStream: the
-// output is written with non-temporal stores only, 4 bytes at a time (movnti) up to the first
-// 64-byte aligned element, then 64 at a time (no accumulate; out 4-byte aligned). Then a group
-// may span two blocks (block sizes are multiples of 64, so never more): its lanes take each
-// block's scale. Elements after the last group: the scalar reference.
-template <bool kSigned, bool kStream = false>
-void DecodeByteShuffle(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
-                       const uint8_t* scales, float* out, bool accumulate) {
-  alignas(64) static constexpr uint8_t kOrder[64] = {
-      0,  1,  2,  3,  16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51,   // lane 0
-      4,  5,  6,  7,  20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55,   // lane 1
-      8,  9,  10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59,   // lane 2
-      12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63};  // lane 3
-  ByteTables bt;
-  bt.reorder = _mm512_load_si512(kOrder);
-  bt.sign_bit = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (int k = 0; k < 4; ++k)
-    for (int h = 0; h < (kSigned ? 2 : 4); ++h)
-      bt.table[k][h] = _mm512_loadu_si512(t.value_bytes[k] + 64 * h);
+// value * scale + zero (zero: decode_zero(scale), +-0): the scalar reference's two roundings. One
+// fused rounding would differ where the product underflows: a tiny negative product plus +0
+// rounds to -0, where the rounded product -0 plus +0 is +0.
+HWY_INLINE __m512 Scaled(__m512i value_bits, __m512 scale, __m512 zero) {
+  return _mm512_add_ps(_mm512_mul_ps(_mm512_castsi512_ps(value_bits), scale), zero);
+}
+
+#if HWY_TARGET == HWY_AVX3_DL
+// VBMI (Ice Lake, Zen 4 and later), 64 codes a group. Each of the 4 bytes of a value comes from a
+// 128-entry byte table held in two registers (vpermi2b), and byte unpacks reassemble the floats.
+// The codes are first permuted so that the in-lane unpacks leave the 64 floats in order:
+// reordered byte 16L + 4q + j is code 16q + 4L + j.
+template <bool kSigned>
+struct ByteGroups {
+  static constexpr size_t kLanes = 64;
+  __m512i table[4][4];  // [byte][64-entry quarter of the 256 codes]
+  __m512i reorder, sign_bit;
+
+  explicit ByteGroups(const detail::QuantTable& t) {
+    alignas(64) static constexpr uint8_t kOrder[64] = {
+        0,  1,  2,  3,  16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51,   // lane 0
+        4,  5,  6,  7,  20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55,   // lane 1
+        8,  9,  10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59,   // lane 2
+        12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63};  // lane 3
+    reorder = _mm512_load_si512(kOrder);
+    sign_bit = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int k = 0; k < 4; ++k)
+      for (int h = 0; h < (kSigned ? 2 : 4); ++h)
+        table[k][h] = _mm512_loadu_si512(t.value_bytes[k] + 64 * h);
+  }
+
+  template <bool kStream>
+  HWY_INLINE void operator()(const __m512 (&scale)[4], const __m512 (&zero)[4],
+                             const uint8_t* codes, float* out, bool accumulate) const {
+    const __m512i c = _mm512_permutexvar_epi8(reorder, _mm512_loadu_si512(codes));
+    __m512i b[4];
+    for (int k = 0; k < 4; ++k) {
+      // vpermi2b reads index bits 0..6: codes 0..127 (signed: the magnitudes).
+      b[k] = _mm512_permutex2var_epi8(table[k][0], c, table[k][1]);
+      if (!kSigned) {
+        const __m512i upper = _mm512_permutex2var_epi8(table[k][2], c, table[k][3]);
+        b[k] = _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), b[k], upper);
+      }
+    }
+    if (kSigned) {  // the sign bit of the code is the sign bit of the float; "-0" is +1
+      b[3] = _mm512_or_si512(b[3], _mm512_and_si512(c, sign_bit));
+      const __mmask64 spare = _mm512_cmpeq_epi8_mask(c, sign_bit);
+      b[2] = _mm512_mask_mov_epi8(b[2], spare, _mm512_set1_epi8(static_cast<char>(0x80)));
+      b[3] = _mm512_mask_mov_epi8(b[3], spare, _mm512_set1_epi8(0x3f));
+    }
+    const __m512i lo01 = _mm512_unpacklo_epi8(b[0], b[1]), hi01 = _mm512_unpackhi_epi8(b[0], b[1]);
+    const __m512i lo23 = _mm512_unpacklo_epi8(b[2], b[3]), hi23 = _mm512_unpackhi_epi8(b[2], b[3]);
+    const __m512i f[4] = {_mm512_unpacklo_epi16(lo01, lo23), _mm512_unpackhi_epi16(lo01, lo23),
+                          _mm512_unpacklo_epi16(hi01, hi23), _mm512_unpackhi_epi16(hi01, hi23)};
+    for (int q = 0; q < 4; ++q)
+      StoreDecoded<kStream>(Scaled(f[q], scale[q], zero[q]), out + 16 * q, accumulate);
+  }
+};
+#else
+// Plain AVX-512 (Skylake-SP, Cascade Lake: BW but no VBMI), 64 codes a group as two halves of 32.
+// The low and the high 16 bits of a value each come from 64-entry word tables held in two
+// registers (vpermt2w), selected by the code's bits 6 (and 7), and in-lane unpacks interleave the
+// halves into floats: half the codes of a byte permute per instruction, but no table read per
+// element. Each code is widened to a word holding it twice, which puts its sign bit where the
+// float's is.
+template <bool kSigned>
+struct WordGroups {
+  static constexpr size_t kLanes = 64;
+  static constexpr int kWindows = kSigned ? 2 : 4;  // of 64 codes: the magnitudes, or all 256
+  __m512i low[4][2], high[4][2];                    // [window][32 words]
+  __m512i reorder;
+
+  explicit WordGroups(const detail::QuantTable& t) {
+    for (int w = 0; w < kWindows; ++w)
+      for (int h = 0; h < 2; ++h) {
+        const auto bytes = [&](int k) {
+          return _mm512_cvtepu8_epi16(_mm256_loadu_si256(
+              reinterpret_cast<const __m256i*>(t.value_bytes[k] + 64 * w + 32 * h)));
+        };
+        low[w][h] = _mm512_or_si512(bytes(0), _mm512_slli_epi16(bytes(1), 8));
+        high[w][h] = _mm512_or_si512(bytes(2), _mm512_slli_epi16(bytes(3), 8));
+      }
+    reorder = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  }
+
+  // One half (low or high words) of 32 values: vpermt2w reads index bits 0..5.
+  HWY_INLINE __m512i Half(const __m512i (&table)[4][2], __m512i c, __mmask32 bit6,
+                          __mmask32 bit7) const {
+    __m512i v =
+        _mm512_mask_blend_epi16(bit6, _mm512_permutex2var_epi16(table[0][0], c, table[0][1]),
+                                _mm512_permutex2var_epi16(table[1][0], c, table[1][1]));
+    if (kSigned) return v;
+    const __m512i upper =
+        _mm512_mask_blend_epi16(bit6, _mm512_permutex2var_epi16(table[2][0], c, table[2][1]),
+                                _mm512_permutex2var_epi16(table[3][0], c, table[3][1]));
+    return _mm512_mask_blend_epi16(bit7, v, upper);
+  }
+
+  // The float bits of 32 values from words holding their code twice (code * 0x101), by in-lane
+  // unpacks: f[0] lane L holds words 8L..8L+3, f[1] words 8L+4..8L+7.
+  HWY_INLINE void Values(__m512i c, __m512i* f) const {
+    const __mmask32 bit6 = _mm512_test_epi16_mask(c, _mm512_set1_epi16(0x40));
+    const __mmask32 bit7 = _mm512_test_epi16_mask(c, _mm512_set1_epi16(0x80));
+    const __m512i lo = Half(low, c, bit6, bit7);
+    __m512i hi = Half(high, c, bit6, bit7);
+    if (kSigned) {  // the sign bit of the code (here also bit 15) is the sign bit of the float
+      hi = _mm512_ternarylogic_epi32(hi, c, _mm512_set1_epi16(static_cast<int16_t>(0x8000)), 0xf8);
+      // "-0" is +1; its magnitude is entry 0 (+0), so its low half is 0 already
+      hi = _mm512_mask_mov_epi16(
+          hi, _mm512_cmpeq_epi16_mask(c, _mm512_set1_epi16(static_cast<int16_t>(0x8080))),
+          _mm512_set1_epi16(0x3f80));
+    }
+    f[0] = _mm512_unpacklo_epi16(lo, hi);
+    f[1] = _mm512_unpackhi_epi16(lo, hi);
+  }
+
+  template <bool kStream>
+  HWY_INLINE void operator()(const __m512 (&scale)[4], const __m512 (&zero)[4],
+                             const uint8_t* codes, float* out, bool accumulate) const {
+    // Dword 4L + q of the reordered codes is codes 16q + 4L..16q + 4L + 3, so that the in-lane
+    // unpacks (bytes to doubled words here, words to floats in Values) leave the floats in order.
+    const __m512i c = _mm512_permutexvar_epi32(reorder, _mm512_loadu_si512(codes));
+    __m512i f[4];
+    Values(_mm512_unpacklo_epi8(c, c), f);
+    Values(_mm512_unpackhi_epi8(c, c), f + 2);
+    for (int q = 0; q < 4; ++q)
+      StoreDecoded<kStream>(Scaled(f[q], scale[q], zero[q]), out + 16 * q, accumulate);
+  }
+};
+#endif
+
+// A run of blocks in groups of Groups::kLanes elements, the tables in registers throughout.
+// kStream: the output is written with non-temporal stores only, 4 bytes at a time (movnti) up to
+// the first 64-byte aligned element, then a group at a time (no accumulate; out 4-byte aligned).
+// Then a group may span two blocks (block sizes are multiples of 64, so never more): its lanes
+// take each block's scale. Elements after the last group: the scalar reference.
+template <class Groups, bool kStream = false>
+void DecodeGroups(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
+                  const uint8_t* scales, float* out, bool accumulate) {
+  constexpr size_t kLanes = Groups::kLanes;
+  constexpr int kQuarters = static_cast<int>(kLanes / 16);
+  const Groups groups(t);
   auto one = [&](size_t i) {
     float v = detail::decode_value(t, codes[i], block_scale(scales, i / block));
     if (kStream) {
@@ -771,30 +861,45 @@ void DecodeByteShuffle(const detail::QuantTable& t, const uint8_t* codes, size_t
     zero = _mm512_set1_ps(detail::decode_zero(s));
   };
   __m512 s0, z0;
-  if (i + 64 <= n) splat(b, s0, z0);
-  for (; i + 64 <= n; i += 64) {
-    if (i + 64 <= next) {
-      const __m512 scale[4] = {s0, s0, s0, s0}, zero[4] = {z0, z0, z0, z0};
-      DecodeGroup64<kSigned, kStream>(bt, scale, zero, codes + i, out + i, accumulate);
+  if (i + kLanes <= n) splat(b, s0, z0);
+  for (; i + kLanes <= n; i += kLanes) {
+    __m512 scale[kQuarters], zero[kQuarters];
+    if (i + kLanes <= next) {
+      for (int q = 0; q < kQuarters; ++q) scale[q] = s0, zero[q] = z0;
     } else {  // lanes from next - i on are block b + 1's (it exists: next < n)
-      __m512 s1, z1, scale[4], zero[4];
+      __m512 s1, z1;
       splat(b + 1, s1, z1);
       const int k = static_cast<int>(next - i);
-      for (int q = 0; q < 4; ++q) {
+      for (int q = 0; q < kQuarters; ++q) {
         const int from = k - 16 * q;  // the quarter's first lane of block b + 1
         const __mmask16 m = from <= 0 ? 0xffff : from >= 16 ? 0 : (0xffff << from) & 0xffff;
         scale[q] = _mm512_mask_mov_ps(s0, m, s1);
         zero[q] = _mm512_mask_mov_ps(z0, m, z1);
       }
-      DecodeGroup64<kSigned, kStream>(bt, scale, zero, codes + i, out + i, accumulate);
     }
-    if (i + 64 >= next) {
+    groups.template operator()<kStream>(scale, zero, codes + i, out + i, accumulate);
+    if (i + kLanes >= next) {
       ++b;
       next += block;
       if (b < (n + block - 1) / block) splat(b, s0, z0);
     }
   }
   for (; i < n; ++i) one(i);
+}
+
+// The 8-bit decode of this target, kStream as DecodeGroups.
+template <bool kStream = false>
+void DecodeGroups8(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
+                   const uint8_t* scales, float* out, bool accumulate) {
+#if HWY_TARGET == HWY_AVX3_DL
+  t.is_signed
+      ? DecodeGroups<ByteGroups<true>, kStream>(t, codes, n, block, scales, out, accumulate)
+      : DecodeGroups<ByteGroups<false>, kStream>(t, codes, n, block, scales, out, accumulate);
+#else
+  t.is_signed
+      ? DecodeGroups<WordGroups<true>, kStream>(t, codes, n, block, scales, out, accumulate)
+      : DecodeGroups<WordGroups<false>, kStream>(t, codes, n, block, scales, out, accumulate);
+#endif
 }
 #endif
 
@@ -862,7 +967,9 @@ size_t DecodeVectors(const uint32_t* bits, const uint8_t* codes, size_t n, float
 
 // 4-bit codes (0..15): the block's 16 decoded values held in two registers, 8 lanes a step by two
 // in-register permutes and a blend instead of a table load per element; accumulate: out + value,
-// the scalar loop's add. Returns the elements done.
+// the scalar loop's add; kStream: non-temporal stores (out 32-byte aligned, no accumulate).
+// Returns the elements done.
+template <bool kStream = false>
 size_t DecodeVectors16(const uint32_t* bits, const uint8_t* codes, size_t n, float* out,
                        bool accumulate) {
   const __m256i lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(bits));
@@ -875,7 +982,9 @@ size_t DecodeVectors16(const uint32_t* bits, const uint8_t* codes, size_t n, flo
     const __m256i v =
         _mm256_blendv_epi8(_mm256_permutevar8x32_epi32(lo, idx),
                            _mm256_permutevar8x32_epi32(hi, idx), _mm256_cmpgt_epi32(idx, seven));
-    if (accumulate)
+    if (kStream)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(out + i), v);
+    else if (accumulate)
       _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_loadu_ps(out + i), _mm256_castsi256_ps(v)));
     else
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), v);
@@ -932,38 +1041,21 @@ HWY_INLINE void ForEachBlock(size_t n, uint32_t block, const uint8_t* scales, Fn
 
 void Decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
             const uint8_t* scales, float* out, bool accumulate) {
-#if HWY_TARGET == HWY_AVX3_DL
-  if (t.bits == 8) {
-    return t.is_signed ? DecodeByteShuffle<true>(t, codes, n, block, scales, out, accumulate)
-                       : DecodeByteShuffle<false>(t, codes, n, block, scales, out, accumulate);
-  }
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3
+  if (t.bits == 8) return DecodeGroups8(t, codes, n, block, scales, out, accumulate);
 #endif
   ForEachBlock(n, block, scales, [&](size_t first, size_t end, float scale) {
     DecodeByLoads(t, codes + first, end - first, scale, out + first, accumulate);
   });
 }
 
-#if HWY_TARGET == HWY_AVX3_DL
-// Decode with non-temporal stores only (DecodeByteShuffle's kStream). An output not aligned to 4
-// bytes is written as Decode writes it, all of it, so that no line is written by both kinds of
-// store (see the lookup version below).
-void DecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
-                  const uint8_t* scales, float* out) {
-  if (t.bits != 8 || (reinterpret_cast<uintptr_t>(out) & 3) != 0)
-    return Decode(t, codes, n, block, scales, out, false);
-  t.is_signed ? DecodeByteShuffle<true, true>(t, codes, n, block, scales, out, false)
-              : DecodeByteShuffle<false, true>(t, codes, n, block, scales, out, false);
-}
-#elif HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 // Decode's table lookups with non-temporal stores only: per block, 32 bytes at a time from the
 // first 32-byte aligned element on, 4 bytes at a time (movnti) before it and after the last full
 // vector. A line written partly by ordinary stores and partly by non-temporal ones costs far more
-// than either: blocks end and begin inside lines. An output not aligned to 4 bytes is written as
-// Decode writes it, all of it (decode_blocks then gets no non-temporal store at all).
-void DecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
-                  const uint8_t* scales, float* out) {
-  if ((reinterpret_cast<uintptr_t>(out) & 3) != 0)
-    return Decode(t, codes, n, block, scales, out, false);
+// than either: blocks end and begin inside lines. (out 4-byte aligned.)
+void DecodeStreamByLoads(const detail::QuantTable& t, const uint8_t* codes, size_t n,
+                         uint32_t block, const uint8_t* scales, float* out) {
   int* words = reinterpret_cast<int*>(out);
   ForEachBlock(n, block, scales, [&](size_t first, size_t end, float scale) {
     alignas(64) uint32_t bits[256];
@@ -971,9 +1063,24 @@ void DecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, u
     size_t i = first;
     for (; i < end && (reinterpret_cast<uintptr_t>(out + i) & 31) != 0; ++i)
       _mm_stream_si32(words + i, static_cast<int>(bits[codes[i]]));
-    i += LookUp16<true>(bits, codes + i, end - i, out + i);
+    i += t.bits == 4 ? DecodeVectors16<true>(bits, codes + i, end - i, out + i, false)
+                     : LookUp16<true>(bits, codes + i, end - i, out + i);
     for (; i < end; ++i) _mm_stream_si32(words + i, static_cast<int>(bits[codes[i]]));
   });
+}
+
+// Decode with non-temporal stores only: 8-bit codes on AVX-512 by DecodeGroups's kStream, the rest
+// by DecodeStreamByLoads. An output not aligned to 4 bytes is written as Decode writes it, all of
+// it, so that no line is written by both kinds of store (decode_blocks then gets no non-temporal
+// store at all).
+void DecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
+                  const uint8_t* scales, float* out) {
+  if ((reinterpret_cast<uintptr_t>(out) & 3) != 0)
+    return Decode(t, codes, n, block, scales, out, false);
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3
+  if (t.bits == 8) return DecodeGroups8<true>(t, codes, n, block, scales, out, false);
+#endif
+  DecodeStreamByLoads(t, codes, n, block, scales, out);
 }
 #else
 void DecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
