@@ -686,7 +686,7 @@ void EncodeStochastic(const detail::QuantTable& t, const float* x, size_t n,
 // AVX-512 decodes a group of codes at a time from tables held in registers, without a gather: the
 // values' bytes (VBMI) or 16-bit halves (plain AVX-512, BW) come from in-register permutes over
 // the table's own bits, so the result equals the lookup path's bit for bit. A group's lanes
-// 16q..16q+15 take scale[q] and zero[q] (decode_zero of it).
+// 16q..16q+15 take GroupScales' scale[q] and zero[q].
 
 // Writes 16 decoded lanes: non-temporal (kStream, out 64-byte aligned), or out (+)= v.
 template <bool kStream>
@@ -696,11 +696,26 @@ HWY_INLINE void StoreDecoded(__m512 v, float* out, bool accumulate) {
   _mm512_storeu_ps(out, v);
 }
 
-// value * scale + zero (zero: decode_zero(scale), +-0): the scalar reference's two roundings. One
-// fused rounding would differ where the product underflows: a tiny negative product plus +0
-// rounds to -0, where the rounded product -0 plus +0 is +0.
-HWY_INLINE __m512 Scaled(__m512i value_bits, __m512 scale, __m512 zero) {
-  return _mm512_add_ps(_mm512_mul_ps(_mm512_castsi512_ps(value_bits), scale), zero);
+// The scales of a group's 4 quarters of 16 lanes, zero[q] = decode_zero(scale[q]). add_zero is
+// false where adding zero can change no lane's value * scale (AddsNothing).
+struct GroupScales {
+  __m512 scale[4], zero[4];
+  bool add_zero;
+};
+
+// Whether value * s + decode_zero(s) == value * s for every value of the type: s > 0 makes
+// decode_zero(s) +0, which changes nothing but a -0, and a product is -0 only where a negative
+// value's product underflows, which the smallest magnitude's does first.
+HWY_INLINE bool AddsNothing(const detail::QuantTable& t, float s) {
+  return s > 0.0f && s * t.magnitude[1] != 0.0f;
+}
+
+// value * scale + zero: the scalar reference's two roundings. (One fused rounding would differ
+// where the product underflows: a tiny negative product plus +0 rounds to -0, where the rounded
+// product -0 plus +0 is +0.)
+HWY_INLINE __m512 Scaled(__m512i value_bits, const GroupScales& g, int q) {
+  const __m512 v = _mm512_mul_ps(_mm512_castsi512_ps(value_bits), g.scale[q]);
+  return g.add_zero ? _mm512_add_ps(v, g.zero[q]) : v;
 }
 
 #if HWY_TARGET == HWY_AVX3_DL
@@ -728,8 +743,8 @@ struct ByteGroups {
   }
 
   template <bool kStream>
-  HWY_INLINE void operator()(const __m512 (&scale)[4], const __m512 (&zero)[4],
-                             const uint8_t* codes, float* out, bool accumulate) const {
+  HWY_INLINE void operator()(const GroupScales& g, const uint8_t* codes, float* out,
+                             bool accumulate) const {
     const __m512i c = _mm512_permutexvar_epi8(reorder, _mm512_loadu_si512(codes));
     __m512i b[4];
     for (int k = 0; k < 4; ++k) {
@@ -750,8 +765,7 @@ struct ByteGroups {
     const __m512i lo23 = _mm512_unpacklo_epi8(b[2], b[3]), hi23 = _mm512_unpackhi_epi8(b[2], b[3]);
     const __m512i f[4] = {_mm512_unpacklo_epi16(lo01, lo23), _mm512_unpackhi_epi16(lo01, lo23),
                           _mm512_unpacklo_epi16(hi01, hi23), _mm512_unpackhi_epi16(hi01, hi23)};
-    for (int q = 0; q < 4; ++q)
-      StoreDecoded<kStream>(Scaled(f[q], scale[q], zero[q]), out + 16 * q, accumulate);
+    for (int q = 0; q < 4; ++q) StoreDecoded<kStream>(Scaled(f[q], g, q), out + 16 * q, accumulate);
   }
 };
 #else
@@ -813,16 +827,15 @@ struct WordGroups {
   }
 
   template <bool kStream>
-  HWY_INLINE void operator()(const __m512 (&scale)[4], const __m512 (&zero)[4],
-                             const uint8_t* codes, float* out, bool accumulate) const {
+  HWY_INLINE void operator()(const GroupScales& g, const uint8_t* codes, float* out,
+                             bool accumulate) const {
     // Dword 4L + q of the reordered codes is codes 16q + 4L..16q + 4L + 3, so that the in-lane
     // unpacks (bytes to doubled words here, words to floats in Values) leave the floats in order.
     const __m512i c = _mm512_permutexvar_epi32(reorder, _mm512_loadu_si512(codes));
     __m512i f[4];
     Values(_mm512_unpacklo_epi8(c, c), f);
     Values(_mm512_unpackhi_epi8(c, c), f + 2);
-    for (int q = 0; q < 4; ++q)
-      StoreDecoded<kStream>(Scaled(f[q], scale[q], zero[q]), out + 16 * q, accumulate);
+    for (int q = 0; q < 4; ++q) StoreDecoded<kStream>(Scaled(f[q], g, q), out + 16 * q, accumulate);
   }
 };
 #endif
@@ -836,7 +849,7 @@ template <class Groups, bool kStream = false>
 void DecodeGroups(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
                   const uint8_t* scales, float* out, bool accumulate) {
   constexpr size_t kLanes = Groups::kLanes;
-  constexpr int kQuarters = static_cast<int>(kLanes / 16);
+  static_assert(kLanes == 64, "GroupScales holds 4 quarters of 16 lanes");
   const Groups groups(t);
   auto one = [&](size_t i) {
     float v = detail::decode_value(t, codes[i], block_scale(scales, i / block));
@@ -855,33 +868,37 @@ void DecodeGroups(const detail::QuantTable& t, const uint8_t* codes, size_t n, u
   if (kStream)
     for (; i < n && (reinterpret_cast<uintptr_t>(out + i) & 63) != 0; ++i) one(i);
   size_t b = i / block, next = (b + 1) * size_t{block};  // the group's block; where the next starts
-  auto splat = [&](size_t of, __m512& scale, __m512& zero) {
+  auto splat = [&](size_t of) {
     const float s = block_scale(scales, of);
-    scale = _mm512_set1_ps(s);
-    zero = _mm512_set1_ps(detail::decode_zero(s));
+    GroupScales g;
+    for (int q = 0; q < 4; ++q) {
+      g.scale[q] = _mm512_set1_ps(s);
+      g.zero[q] = _mm512_set1_ps(detail::decode_zero(s));
+    }
+    g.add_zero = !AddsNothing(t, s);
+    return g;
   };
-  __m512 s0, z0;
-  if (i + kLanes <= n) splat(b, s0, z0);
+  GroupScales g0;
+  if (i + kLanes <= n) g0 = splat(b);
   for (; i + kLanes <= n; i += kLanes) {
-    __m512 scale[kQuarters], zero[kQuarters];
     if (i + kLanes <= next) {
-      for (int q = 0; q < kQuarters; ++q) scale[q] = s0, zero[q] = z0;
+      groups.template operator()<kStream>(g0, codes + i, out + i, accumulate);
     } else {  // lanes from next - i on are block b + 1's (it exists: next < n)
-      __m512 s1, z1;
-      splat(b + 1, s1, z1);
+      GroupScales g = splat(b + 1);
       const int k = static_cast<int>(next - i);
-      for (int q = 0; q < kQuarters; ++q) {
+      for (int q = 0; q < 4; ++q) {
         const int from = k - 16 * q;  // the quarter's first lane of block b + 1
         const __mmask16 m = from <= 0 ? 0xffff : from >= 16 ? 0 : (0xffff << from) & 0xffff;
-        scale[q] = _mm512_mask_mov_ps(s0, m, s1);
-        zero[q] = _mm512_mask_mov_ps(z0, m, z1);
+        g.scale[q] = _mm512_mask_mov_ps(g0.scale[q], m, g.scale[q]);
+        g.zero[q] = _mm512_mask_mov_ps(g0.zero[q], m, g.zero[q]);
       }
+      g.add_zero = g.add_zero || g0.add_zero;
+      groups.template operator()<kStream>(g, codes + i, out + i, accumulate);
     }
-    groups.template operator()<kStream>(scale, zero, codes + i, out + i, accumulate);
     if (i + kLanes >= next) {
       ++b;
       next += block;
-      if (b < (n + block - 1) / block) splat(b, s0, z0);
+      if (b < (n + block - 1) / block) g0 = splat(b);
     }
   }
   for (; i < n; ++i) one(i);
