@@ -168,6 +168,15 @@ void make_monotone(std::vector<double>& seconds) {
   for (size_t i = seconds.size(); i-- > 1;) seconds[i - 1] = std::min(seconds[i - 1], seconds[i]);
 }
 
+// The element counts measured at start-up: 4x apart up to 256K elements (1 MiB of fp32), then
+// 512K and 2M. Between two points a curve is a straight line, and a plain call's time bends
+// upwards where its buffers outgrow a cache (over shared memory between 1 and 8 MiB, where the
+// codec starts to pay): with 1 and 8 MiB alone the line put a 2 MiB plain allreduce of 4 local
+// ranks at 1.3 ms against the 0.7-0.9 it takes. The small points cost microseconds each; the
+// 2 MiB one about a quarter of the 8 MiB one.
+constexpr size_t kMeasuredCounts[] = {16,    64,    256,    1024,   4096,
+                                      16384, 65536, 262144, 524288, 2097152};
+
 // The curves of `key`, measured together by every rank (per rank the fastest call, then the
 // median over ranks).
 PolicyState::Curves measure(Comm& comm, const PolicyKey& key, const CollectiveOptions& options) {
@@ -178,7 +187,7 @@ PolicyState::Curves measure(Comm& comm, const PolicyKey& key, const CollectiveOp
   const std::vector<CollectiveOptions> paths = measured_paths(comm, op, options);
   std::vector<double> times;
   std::vector<size_t> counts;
-  for (size_t total : {size_t{16}, size_t{1024}, size_t{16384}, size_t{262144}, size_t{2097152}}) {
+  for (size_t total : kMeasuredCounts) {
     const size_t count = std::max<size_t>(1, total / per_rank);
     if (!counts.empty() && counts.back() == count) continue;
     counts.push_back(count);
@@ -278,7 +287,7 @@ bool same_key_fields(const CodecOptions& a, const CodecOptions& b) {
 
 PolicyState::Decision PolicyState::decide(Comm& comm, Collective op, double fp32_bytes,
                                           const CollectiveOptions& options) {
-  count_call(comm);
+  count_call(comm, fp32_bytes);
   if (repeats_last(op, fp32_bytes, options)) return explored(last_);
   // Options are checked here, on this rank only: the decision needs them before any exchange.
   const PolicyKey key(op, static_cast<int>(options.codec.type), options.codec.stochastic,
@@ -349,23 +358,36 @@ bool PolicyState::repeats_last(Collective op, double fp32_bytes,
 bool PolicyState::take_repeated_decline(Collective op, double fp32_bytes,
                                         const CollectiveOptions& options) {
   if (!repeats_last(op, fp32_bytes, options) || last_.estimate.compress) return false;
-  if (calls_ + 1 >= next_sync_ || last_.curves->explore[last_.bucket] || wants_time(last_, false))
+  if (sync_due(fp32_bytes) || last_.curves->explore[last_.bucket] || wants_time(last_, false))
     return false;
   ++calls_;  // count_call's count; no agreement is due
+  bytes_ += fp32_bytes;
   return true;
 }
 
-void PolicyState::count_call(Comm& comm) {
-  if (++calls_ < next_sync_) return;
+bool PolicyState::sync_due(double fp32_bytes) const {
+  return calls_ + 1 >= next_sync_ || bytes_ + fp32_bytes >= next_sync_bytes_;
+}
+
+void PolicyState::count_call(Comm& comm, double fp32_bytes) {
+  const bool by_calls = calls_ + 1 >= next_sync_;
+  const bool due = sync_due(fp32_bytes);
+  ++calls_;
+  bytes_ += fp32_bytes;
+  if (!due) return;
   interval_ = std::min<int64_t>(2 * interval_, kPolicySyncMaxCalls);
+  byte_interval_ = std::min(2 * byte_interval_, 64 * kPolicySyncBytes);
   next_sync_ = calls_ + interval_;
-  sync(comm);
+  next_sync_bytes_ = bytes_ + byte_interval_;
+  sync(comm, by_calls);
 }
 
 // The same on every rank: every rank makes the same calls, and `agreed` comes from agreements.
 void PolicyState::restart_agreements() {
   interval_ = kPolicySyncCalls;
+  byte_interval_ = kPolicySyncBytes;
   next_sync_ = std::min<int64_t>(next_sync_, calls_ + kPolicySyncCalls);
+  next_sync_bytes_ = std::min(next_sync_bytes_, bytes_ + kPolicySyncBytes);
 }
 
 void PolicyState::observe(const Decision& d, bool compressed, double seconds) {
@@ -392,8 +414,12 @@ double evidence(int calls, double seen, double factor) {
 }  // namespace
 
 // Each rank's smallest observed/curve ratio per bucket, agreed as the median over the ranks that
-// saw calls there, then folded into the corrections; buckets with calls explore next interval.
-void PolicyState::sync(Comm& comm) {
+// saw calls there, then folded into the corrections; buckets with calls explore next interval
+// where the agreement is the call schedule's (explore_all). The byte schedule's come every few
+// calls for large ones, and exploring at each would spend most of them on the other path.
+void PolicyState::sync(Comm& comm, bool explore_all) {
+  if (curves_.empty())
+    return;  // nothing to agree on (a first call of many bytes; alike on every rank)
   std::vector<double> v;
   for (const auto& [key, c] : curves_)
     for (int path = 0; path < kPaths; ++path)
@@ -403,10 +429,10 @@ void PolicyState::sync(Comm& comm) {
   last_valid_ = false;  // the corrections change
   size_t i = 0;
   for (auto& [key, c] : curves_) {
-    for (int b = 0; b < kBuckets; ++b)
-      c.explore[b] = c.calls[kPlain][b] + c.calls[kFlat][b] + c.calls[kHierarchical][b] > 0
-                         ? kExploreCalls
-                         : 0;
+    for (int b = 0; b < kBuckets; ++b) {
+      const bool had_calls = c.calls[kPlain][b] + c.calls[kFlat][b] + c.calls[kHierarchical][b] > 0;
+      if (explore_all) c.explore[b] = had_calls ? kExploreCalls : 0;
+    }
     for (int path = 0; path < kPaths; ++path)
       for (int b = 0; b < kBuckets; ++b, ++i) {
         double& factor = c.factor[path][b];

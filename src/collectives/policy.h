@@ -96,11 +96,18 @@ class PolicyState {
   // Whether a call is what the last decision was made for (the options as given).
   bool repeats_last(Collective op, double fp32_bytes, const CollectiveOptions& options) const;
   Decision explored(Decision d);
-  void count_call(Comm& comm);
+  // Whether the call of fp32_bytes after those counted is due for an agreement.
+  bool sync_due(double fp32_bytes) const;
+  void count_call(Comm& comm, double fp32_bytes);
   void restart_agreements();
-  void sync(Comm& comm);
+  // explore_all: every bucket with calls explores next (the call schedule's agreements; the byte
+  // schedule's only fold in what was observed).
+  void sync(Comm& comm, bool explore_all);
   std::map<PolicyKey, Curves> curves_;
+  // The agreement schedule, in calls and in fp32 bytes (the same on every rank: every rank makes
+  // the same calls). The byte interval grows with the call interval, to 64 times its start.
   int64_t calls_ = 0, next_sync_ = kPolicySyncCalls, interval_ = kPolicySyncCalls;
+  double bytes_ = 0, next_sync_bytes_ = kPolicySyncBytes, byte_interval_ = kPolicySyncBytes;
   // The last call's decision, and what it was decided for (the options as given, unvalidated).
   bool last_valid_ = false;
   Collective last_op_ = Collective::kAllreduce;

@@ -152,6 +152,34 @@ TEST(PolicyCurves, ASizeFirstCalledLateIsCorrectedWithinHundredsOfCalls) {
   }
 }
 
+// Large calls are corrected within a few calls: agreements also come after kPolicySyncBytes of
+// calls (then twice as many bytes), not only after kPolicySyncCalls calls. The plain path seeded
+// far too slow (1 s), a call of 4 MiB declines, and the agreement at the 4th call (16 MiB) takes
+// the plain calls' times (faster than believed counts at once). On the call schedule alone the
+// estimate would still be the seeded second, until the 64th call.
+TEST(PolicyCurves, LargeCallsAreCorrectedWithinFourCalls) {
+  const size_t n = size_t{1} << 20;  // 4 MiB of fp32
+  PolicyCurves seeded;
+  seeded.bytes = {4, std::ldexp(1.0, 40)};
+  seeded.plain_seconds = {1.0, 1.0};
+  seeded.compressed_seconds = {1.5, 1.5};
+  std::vector<PolicyEstimate> third(3), fourth(3);
+  expect_ok(test::run_on_threads(3, [&](Comm& comm) {
+    set_policy_curves(comm, Collective::kAllreduce, CodecOptions{}, seeded);
+    std::vector<float> x(n, 1.0f), y(n);
+    for (int call = 0; call < 3; ++call) allreduce(comm, x.data(), y.data(), n);
+    third[comm.rank()] = estimate_policy(comm, Collective::kAllreduce, n, {});
+    allreduce(comm, x.data(), y.data(), n);
+    fourth[comm.rank()] = estimate_policy(comm, Collective::kAllreduce, n, {});
+  }));
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(third[r].plain_seconds, 1.0) << "rank " << r << ": an agreement came too early";
+    EXPECT_LT(fourth[r].plain_seconds, 0.5) << "rank " << r << ": plain not corrected";
+    EXPECT_EQ(fourth[r].plain_seconds, fourth[0].plain_seconds) << "rank " << r;
+    EXPECT_EQ(fourth[r].compress, fourth[0].compress) << "rank " << r;
+  }
+}
+
 // Different curves on different ranks: the agreed (median) curves, identical everywhere.
 TEST(PolicyCurves, DifferentCurvesOnEveryRankStillDecideAlike) {
   std::vector<std::vector<PolicyEstimate>> all(3);
