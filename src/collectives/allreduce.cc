@@ -114,9 +114,8 @@ class Allreduce : public CollectiveOp {
       if (out_ != in_) std::memmove(out_ + m.begin, in_ + m.begin, m.size * sizeof(float));
       return;
     }
-    const std::vector<float> sum =
-        reduce_chunk(*chunk_codec_, me, p, in_ + m.begin, m.size, u.contributions,
-                     u.contribution_bytes, options_.average);
+    const FloatBuffer sum = reduce_chunk(*chunk_codec_, me, p, in_ + m.begin, m.size,
+                                         u.contributions, u.contribution_bytes, options_.average);
     Bytes b = chunk_codec_->encode(sum.data(), m.size, m.begin, 0x1000 + me, slot("sum", me, k));
     for (int i = 1; i < p; ++i) {
       const int peer = (me + i) % p;

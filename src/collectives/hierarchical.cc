@@ -286,8 +286,8 @@ class HierarchicalAllreduce : public CollectiveOp {
       std::memcpy(out_ + own.begin, mine, own.size * sizeof(float));
       return;
     }
-    const std::vector<float> total = reduce_chunk(*chunk_codec_, l_.host, l_.hosts, mine, own.size,
-                                                  u.contributions, u.contribution_bytes, false);
+    const FloatBuffer total = reduce_chunk(*chunk_codec_, l_.host, l_.hosts, mine, own.size,
+                                           u.contributions, u.contribution_bytes, false);
     const int me = comm_.rank();
     Bytes b = chunk_codec_->encode(total.data(), own.size, own.begin, 0x1000 + me,
                                    slot("sum", l_.host, k));

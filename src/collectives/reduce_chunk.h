@@ -26,9 +26,9 @@ namespace detail {
 // decode(r, out, accumulate) writes (or adds) rank r's decoded n values into out; own: this
 // rank's n values (any byte alignment, read with load_element).
 template <typename Decode>
-std::vector<float> reduce_contributions(int me, int p, const float* own, size_t n, bool average,
-                                        const Decode& decode) {
-  std::vector<float> sum(n, -0.0f);
+FloatBuffer reduce_contributions(int me, int p, const float* own, size_t n, bool average,
+                                 const Decode& decode) {
+  FloatBuffer sum(n, -0.0f);
   for (int r = 0; r < p; ++r) {
     if (r == me)
       add_elements(sum.data(), own, n);
@@ -58,9 +58,9 @@ std::vector<float> reduce_contributions(int me, int p, const float* own, size_t 
 
 // own: this rank's n values (any byte alignment, read with load_element); contributions[r]
 // (bytes[r] long): rank r's message for the same n elements, for every r != me.
-std::vector<float> reduce_chunk(const ChunkCodec& codec, int me, int p, const float* own, size_t n,
-                                const std::vector<ByteBuffer>& contributions,
-                                const std::vector<size_t>& bytes, bool average);
+FloatBuffer reduce_chunk(const ChunkCodec& codec, int me, int p, const float* own, size_t n,
+                         const std::vector<ByteBuffer>& contributions,
+                         const std::vector<size_t>& bytes, bool average);
 
 }  // namespace detail
 }  // namespace octet

@@ -71,8 +71,8 @@ class ReduceScatter : public CollectiveOp {
     }
     // Stage 1: the sum in rank order, written where the result goes (in place: out[0, count),
     // whose input chunk was already encoded or is read first, below).
-    const std::vector<float> sum = reduce_chunk(*chunk_codec_, me, p, in_ + mine.begin, mine.size,
-                                                u.contributions, u.bytes, options_.average);
+    const FloatBuffer sum = reduce_chunk(*chunk_codec_, me, p, in_ + mine.begin, mine.size,
+                                         u.contributions, u.bytes, options_.average);
     std::copy(sum.begin(), sum.end(), out_ + (mine.begin - count_ * me));
   }
 

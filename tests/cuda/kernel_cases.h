@@ -102,11 +102,12 @@ inline ReduceInputs reduce_inputs(const ReduceCase& c) {
     in.layouts[r] = codec::make_layout(c.n, c.block, data_type_bits(c.type), info.special_blocks,
                                        info.has_checksum);
   }
-  in.want = detail::reduce_contributions(
+  const auto want = detail::reduce_contributions(
       c.me, c.ranks, in.own.data(), c.n, c.average, [&](int r, float* to, bool accumulate) {
         decode(in.payloads[r].data(), in.payloads[r].size(), to, c.n,
                accumulate ? DecodeMode::kAccumulate : DecodeMode::kOverwrite);
       });
+  in.want.assign(want.begin(), want.end());
   for (size_t i = 0; i < c.n; ++i)
     in.redone += c.average && std::isinf(plain[i]) && std::isfinite(in.want[i]) ? 1 : 0;
   return in;

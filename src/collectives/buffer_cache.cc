@@ -1,0 +1,117 @@
+#include "collectives/buffer_cache.h"
+
+#include <mutex>
+#include <new>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define OCTET_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define OCTET_ASAN 1
+#endif
+#endif
+
+#if defined(OCTET_ASAN)
+#include <sanitizer/asan_interface.h>
+// A cached block is poisoned while it waits: a use after release still fails under ASan.
+#define OCTET_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define OCTET_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define OCTET_POISON(p, n) ((void)(p), (void)(n))
+#define OCTET_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+namespace octet {
+namespace detail {
+namespace {
+
+constexpr std::align_val_t kAlign{64};
+
+// The size class of a cached request: rounded up to a quarter of its power of two.
+size_t class_bytes(size_t bytes) {
+  size_t power = kMinCachedBytes;
+  while (power <= bytes / 2) power *= 2;  // power <= bytes < 2 * power
+  const size_t step = power / 4;
+  return (bytes + step - 1) / step * step;
+}
+
+class Cache {
+ public:
+  void* take(size_t size) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (Entry& e : free_)
+        if (e.size == size && !e.blocks.empty()) {
+          void* block = e.blocks.back();
+          e.blocks.pop_back();
+          held_ -= size;
+          OCTET_UNPOISON(block, size);
+          return block;
+        }
+    }
+    return ::operator new(size, kAlign);
+  }
+
+  void give(void* block, size_t size) noexcept {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (held_ + size <= kMaxCachedBytes) {
+        try {
+          entry(size).blocks.push_back(block);
+          held_ += size;
+          OCTET_POISON(block, size);
+          return;
+        } catch (const std::bad_alloc&) {  // no room to remember it: free it below
+        }
+      }
+    }
+    ::operator delete(block, kAlign);
+  }
+
+  size_t held() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return held_;
+  }
+
+ private:
+  struct Entry {
+    size_t size;
+    std::vector<void*> blocks;
+  };
+  Entry& entry(size_t size) {
+    for (Entry& e : free_)
+      if (e.size == size) return e;
+    free_.push_back({size, {}});
+    return free_.back();
+  }
+  std::mutex mutex_;
+  std::vector<Entry> free_;  // a few dozen classes at most
+  size_t held_ = 0;
+};
+
+// Never destroyed: buffers may be released during static destruction (a Comm held by a static).
+Cache& cache() {
+  static Cache* const c = new Cache;
+  return *c;
+}
+
+}  // namespace
+
+void* allocate_buffer(size_t bytes) {
+  if (bytes < kMinCachedBytes) return ::operator new(bytes, kAlign);
+  return cache().take(class_bytes(bytes));
+}
+
+void release_buffer(void* block, size_t bytes) noexcept {
+  if (!block) return;
+  if (bytes < kMinCachedBytes) return ::operator delete(block, kAlign);
+  cache().give(block, class_bytes(bytes));
+}
+
+size_t cached_buffer_bytes() {
+  return cache().held();
+}
+
+}  // namespace detail
+}  // namespace octet
