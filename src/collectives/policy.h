@@ -60,7 +60,15 @@ class PolicyState {
     // within a few hundred calls, not thousands. (Where the paths are far apart, as for tiny
     // calls, an agreement would cost more than it could change.)
     std::array<bool, kBuckets> agreed{};
+    // Measured at start-up (not seeded): a bucket no agreement has covered then compresses only
+    // for a predicted gain of kUnconfirmedGain. A few calls per size on a loaded machine are
+    // off by more than a small gain (a 2 MiB plain allreduce of 4 local ranks measured 1.2 ms,
+    // and 0.56-1.3 ms its compressed one, against 0.72-0.79 for both in steady state), and a
+    // wrong "compress" is a call slower than fp32, a wrong "plain" only a gain deferred until the
+    // observed times are agreed.
+    bool measured = false;
   };
+  static constexpr double kUnconfirmedGain = 0.85;  // compressed <= 0.85 x plain
 
   // A call's estimate and where to record its time.
   struct Decision {

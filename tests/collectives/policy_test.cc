@@ -9,8 +9,10 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <tuple>
 #include <vector>
 
+#include "collectives/policy.h"
 #include "octet/collectives.h"
 #include "octet/policy.h"
 #include "verify/verify.h"
@@ -164,7 +166,10 @@ TEST(Policy, NamesRoundTripAndUnknownNamesAreRefused) {
 TEST(Policy, DecisionFollowsTheAgreedCurves) {
   const auto all = estimates(3, 0);
   for (size_t i = 0; i < kCounts.size(); ++i) {
-    EXPECT_EQ(all[0][i].compress, all[0][i].compressed_seconds < all[0][i].plain_seconds);
+    // No agreement yet: a measured curve compresses only for a clear gain.
+    EXPECT_EQ(all[0][i].compress,
+              all[0][i].compressed_seconds <
+                  detail::PolicyState::kUnconfirmedGain * all[0][i].plain_seconds);
     EXPECT_GT(all[0][i].plain_seconds, 0);
     EXPECT_GT(all[0][i].compressed_seconds, 0);
     for (size_t r = 1; r < all.size(); ++r) {
@@ -172,6 +177,33 @@ TEST(Policy, DecisionFollowsTheAgreedCurves) {
       EXPECT_EQ(all[r][i].compressed_seconds, all[0][i].compressed_seconds) << kCounts[i];
     }
   }
+}
+
+// Curves measured at start-up compress a size no agreement has covered only for a predicted gain
+// of 15% or more (kUnconfirmedGain); once observed times are agreed for its bucket, or where the
+// curves were seeded, any gain does.
+TEST(Policy, AStartUpMeasurementCompressesOnlyForAClearGainUntilConfirmed) {
+  using detail::PolicyState;
+  const double bytes = 4096;
+  auto curves = [](double compressed, bool measured, bool agreed) {
+    PolicyState::Curves c = detail::fresh_curves();
+    c.curve[PolicyState::kPlain] = {{4, 1e12}, {1.0, 1.0}};
+    c.curve[PolicyState::kFlat] = {{4, 1e12}, {compressed, compressed}};
+    c.measured = measured;
+    c.agreed.fill(agreed);
+    return c;
+  };
+  Comm comm(make_thread_transports(1)[0]);  // seeded curves: no measurement, no traffic
+  PolicyState state;
+  std::vector<int> decided;
+  int type = 0;
+  for (auto [compressed, measured, agreed] :
+       {std::tuple{0.9, true, false}, {0.8, true, false}, {0.9, true, true}, {0.9, false, false}}) {
+    const detail::PolicyKey key(Collective::kAllreduce, type++, false, 2048);
+    state.seed(key, curves(compressed, measured, agreed));
+    decided.push_back(state.estimate(comm, key, bytes, CollectiveOptions{}).compress);
+  }
+  EXPECT_EQ(decided, (std::vector<int>{0, 1, 1, 1}));
 }
 
 // Behind a 100 MB/s link a 4 MiB allreduce moves ~3.7x fewer bytes compressed, which pays (a
