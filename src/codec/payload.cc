@@ -38,7 +38,6 @@ bool known_type(uint8_t t) {
 
 }  // namespace
 
-
 uint32_t crc32_of(const uint8_t* data, size_t n) {
   uLong crc = crc32(0L, Z_NULL, 0);
   while (n > 0) {  // zlib takes uInt lengths
