@@ -419,10 +419,10 @@ double evidence(int calls, double seen, double factor) {
 }  // namespace
 
 // Each rank's smallest observed/curve ratio per bucket, agreed as the median over the ranks that
-// saw calls there, then folded into the corrections; buckets with calls explore next interval
-// where the agreement is the call schedule's (explore_all). The byte schedule's come every few
-// calls for large ones, and exploring at each would spend most of them on the other path.
-void PolicyState::sync(Comm& comm, bool explore_all) {
+// saw calls there, then folded into the corrections; with `explore` (the call schedule's
+// agreements), buckets with calls explore next interval. The byte schedule's come every few calls
+// for large ones, and exploring at each would spend most of them on the other path.
+void PolicyState::sync(Comm& comm, bool explore) {
   if (curves_.empty())
     return;  // nothing to agree on (a first call of many bytes; alike on every rank)
   std::vector<double> v;
@@ -434,10 +434,11 @@ void PolicyState::sync(Comm& comm, bool explore_all) {
   last_valid_ = false;  // the corrections change
   size_t i = 0;
   for (auto& [key, c] : curves_) {
-    for (int b = 0; b < kBuckets; ++b) {
-      const bool had_calls = c.calls[kPlain][b] + c.calls[kFlat][b] + c.calls[kHierarchical][b] > 0;
-      if (explore_all) c.explore[b] = had_calls ? kExploreCalls : 0;
-    }
+    if (explore)
+      for (int b = 0; b < kBuckets; ++b)
+        c.explore[b] = c.calls[kPlain][b] + c.calls[kFlat][b] + c.calls[kHierarchical][b] > 0
+                           ? kExploreCalls
+                           : 0;
     for (int path = 0; path < kPaths; ++path)
       for (int b = 0; b < kBuckets; ++b, ++i) {
         double& factor = c.factor[path][b];

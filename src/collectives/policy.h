@@ -108,9 +108,9 @@ class PolicyState {
   bool sync_due(double fp32_bytes) const;
   void count_call(Comm& comm, double fp32_bytes);
   void restart_agreements();
-  // explore_all: every bucket with calls explores next (the call schedule's agreements; the byte
+  // explore: buckets with calls explore next (the call schedule's agreements; the byte
   // schedule's only fold in what was observed).
-  void sync(Comm& comm, bool explore_all);
+  void sync(Comm& comm, bool explore);
   std::map<PolicyKey, Curves> curves_;
   // The agreement schedule, in calls and in fp32 bytes (the same on every rank: every rank makes
   // the same calls). The byte interval grows with the call interval, to 64 times its start.
