@@ -381,16 +381,14 @@ void PolicyState::count_call(Comm& comm, double fp32_bytes) {
   bytes_ += fp32_bytes;
   if (!due) return;
   interval_ = std::min<int64_t>(2 * interval_, kPolicySyncMaxCalls);
-  byte_interval_ = std::min(2 * byte_interval_, 64 * kPolicySyncBytes);
   next_sync_ = calls_ + interval_;
-  next_sync_bytes_ = bytes_ + byte_interval_;
+  next_sync_bytes_ = bytes_ + byte_interval();
   sync(comm, by_calls);
 }
 
 // The same on every rank: every rank makes the same calls, and `agreed` comes from agreements.
 void PolicyState::restart_agreements() {
   interval_ = kPolicySyncCalls;
-  byte_interval_ = kPolicySyncBytes;
   next_sync_ = std::min<int64_t>(next_sync_, calls_ + kPolicySyncCalls);
   next_sync_bytes_ = std::min(next_sync_bytes_, bytes_ + kPolicySyncBytes);
 }

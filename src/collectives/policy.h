@@ -113,9 +113,12 @@ class PolicyState {
   void sync(Comm& comm, bool explore);
   std::map<PolicyKey, Curves> curves_;
   // The agreement schedule, in calls and in fp32 bytes (the same on every rank: every rank makes
-  // the same calls). The byte interval grows with the call interval, to 64 times its start.
+  // the same calls). The byte interval is the call interval's multiple of kPolicySyncBytes.
   int64_t calls_ = 0, next_sync_ = kPolicySyncCalls, interval_ = kPolicySyncCalls;
-  double bytes_ = 0, next_sync_bytes_ = kPolicySyncBytes, byte_interval_ = kPolicySyncBytes;
+  double bytes_ = 0, next_sync_bytes_ = kPolicySyncBytes;
+  double byte_interval() const {
+    return kPolicySyncBytes * static_cast<double>(interval_ / kPolicySyncCalls);
+  }
   // The last call's decision, and what it was decided for (the options as given, unvalidated).
   bool last_valid_ = false;
   Collective last_op_ = Collective::kAllreduce;
