@@ -33,27 +33,6 @@ class SizedRecv : public TransportRequest {
 
 }  // namespace
 
-Bytes BufferPool::take(size_t bytes) {
-  std::unique_ptr<ByteBuffer> buffer;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!free_.empty()) {
-      buffer = std::move(free_.back());
-      free_.pop_back();
-    }
-  }
-  if (!buffer) buffer = std::make_unique<ByteBuffer>();
-  buffer->resize(bytes);
-  std::weak_ptr<BufferPool> home = weak_from_this();
-  return Bytes(buffer.release(), [home](ByteBuffer* b) {
-    std::unique_ptr<ByteBuffer> owned(b);
-    if (auto pool = home.lock()) {
-      std::lock_guard<std::mutex> lock(pool->mutex_);
-      pool->free_.push_back(std::move(owned));
-    }
-  });
-}
-
 TransportRequestPtr sized_recv(Transport& t, ByteBuffer& buf, size_t& bytes, int peer, int tag) {
   return std::make_unique<SizedRecv>(t.irecv(buf.data(), buf.size(), peer, tag), bytes);
 }
@@ -93,7 +72,7 @@ size_t ChunkCodec::capacity(size_t n) const {
 
 Bytes ChunkCodec::encode(const float* x, size_t n, uint64_t first, uint64_t salt,
                          const std::string& slot) const {
-  Bytes out = pool_->take(capacity(n));
+  Bytes out = new_buffer(capacity(n));
   if (!compressed_) {
     if (n) std::memcpy(out->data(), x, n * sizeof(float));
     return out;

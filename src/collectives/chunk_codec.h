@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <string>
 #include <utility>
@@ -65,18 +64,12 @@ using ByteBuffer = std::vector<uint8_t, NoInitAllocator<uint8_t>>;
 using FloatBuffer = std::vector<float, NoInitAllocator<float>>;
 using Bytes = std::shared_ptr<ByteBuffer>;
 
-// Recycles message buffers: a buffer handed out returns here when its last owner (the algorithm,
-// or the transport finishing a send) lets go, so a pipelined call reuses the pages of its first
-// window instead of faulting in fresh ones for every chunk. Thread-safe; a buffer released after
-// its pool is gone is simply freed.
-class BufferPool : public std::enable_shared_from_this<BufferPool> {
- public:
-  Bytes take(size_t bytes);
-
- private:
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<ByteBuffer>> free_;
-};
+// A message buffer of `bytes` uninitialized bytes, shared by the algorithm and the transport
+// finishing a send. Its block returns to buffer_cache.h when the last owner lets go, so chunks and
+// calls reuse the pages of earlier ones instead of faulting in fresh ones.
+inline Bytes new_buffer(size_t bytes) {
+  return std::make_shared<ByteBuffer>(bytes);
+}
 
 struct Span {
   size_t begin = 0, size = 0;
@@ -124,7 +117,6 @@ class ChunkCodec {
   std::string feedback_key_;
   bool compressed_;
   size_t chunk_ = 1;
-  std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
 };
 
 // Receives into buf (at most buf.size() bytes); the size lands in `bytes` on completion.

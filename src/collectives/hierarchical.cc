@@ -68,9 +68,9 @@ bool hierarchical_fits(const Comm& comm) {
 
 namespace {
 
-// Raw fp32 buffers (packed chunks) come from the operation's BufferPool and go back to it with
-// their unit, so that a call faults in the pages of its first window only: these are the
-// algorithm's largest buffers (4x a payload), and fresh ones cost more than the copies.
+// Raw fp32 buffers (packed chunks) are message buffers (new_buffer), so their pages come back from
+// the buffer cache: these are the algorithm's largest buffers (4x a payload), and fresh ones cost
+// more than the copies.
 struct HierarchicalUnit : Unit {
   std::vector<Bytes> local_in;            // stage 1: by local rank, raw fp32 of my slice
   std::vector<ByteBuffer> contributions;  // stage 2: by host, the encoded sums of my segment
@@ -205,7 +205,7 @@ class HierarchicalAllreduce : public CollectiveOp {
       const size_t mine = packed(l_.local, k);
       for (size_t j = 0; j < l_.members.size(); ++j) {
         if (static_cast<int>(j) == l_.local || !mine) continue;
-        u.local_in[j] = pool_->take(mine * sizeof(float));
+        u.local_in[j] = new_buffer(mine * sizeof(float));
         receive_raw(u, 1, u.local_in[j]->data(), mine, l_.members[j], 1);
       }
       const size_t own = piece(l_.local, l_.host, k).size;
@@ -230,7 +230,7 @@ class HierarchicalAllreduce : public CollectiveOp {
     for (int j = 0; j < l_.slices; ++j) {
       const size_t n = packed(j, k);
       if (j == l_.local || !n) continue;
-      Bytes b = pool_->take(n * sizeof(float));
+      Bytes b = new_buffer(n * sizeof(float));
       pack(in_, j, k, b->data());
       send(u, b, l_.members[j], 1);
     }
@@ -241,12 +241,12 @@ class HierarchicalAllreduce : public CollectiveOp {
   void reduce_host(HierarchicalUnit& u, size_t k) {
     const size_t n = packed(l_.local, k);
     if (!n) return;
-    u.own = pool_->take(n * sizeof(float));
+    u.own = new_buffer(n * sizeof(float));
     pack(in_, l_.local, k, u.own->data());
     std::vector<const float*> parts;  // by local rank
     for (size_t j = 0; j < l_.members.size(); ++j)
       parts.push_back(floats(static_cast<int>(j) == l_.local ? u.own : u.local_in[j]));
-    u.host_sum = pool_->take(n * sizeof(float));
+    u.host_sum = new_buffer(n * sizeof(float));
     float* sum = floats(u.host_sum);
     std::fill(sum, sum + n, -0.0f);  // -0: IEEE's additive identity, as in reduce_chunk
     for (const float* x : parts) add_elements(sum, x, n);
@@ -306,7 +306,7 @@ class HierarchicalAllreduce : public CollectiveOp {
     }
     const size_t n = packed(l_.local, k);
     if (!n || l_.members.size() == 1) return;
-    Bytes b = pool_->take(n * sizeof(float));
+    Bytes b = new_buffer(n * sizeof(float));
     pack(out_, l_.local, k, b->data());
     for (size_t j = 0; j < l_.members.size(); ++j) {
       if (static_cast<int>(j) == l_.local) continue;
@@ -325,7 +325,6 @@ class HierarchicalAllreduce : public CollectiveOp {
   size_t count_;
   const HostLayout l_;
   std::vector<Span> segments_;
-  std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
 };
 
 }  // namespace
