@@ -688,12 +688,30 @@ void EncodeStochastic(const detail::QuantTable& t, const float* x, size_t n,
 // the table's own bits, so the result equals the lookup path's bit for bit. A group's lanes
 // 16q..16q+15 take GroupScales' scale[q] and zero[q].
 
-// Writes 16 decoded lanes: non-temporal (kStream, out 64-byte aligned), or out (+)= v.
-template <bool kStream>
-HWY_INLINE void StoreDecoded(__m512 v, float* out, bool accumulate) {
-  if (kStream) return _mm512_stream_ps(out, v);
-  if (accumulate) v = _mm512_add_ps(_mm512_loadu_ps(out), v);
-  _mm512_storeu_ps(out, v);
+// How a group is written, fixed for a run of groups so that the loop holds no test of it:
+// non-temporal stores (kStream, out 64-byte aligned), or out (+)= value (kAccumulate); kAddZero:
+// decode_zero is added to value * scale (GroupScales::add_zero).
+template <bool kStream, bool kAccumulate, bool kAddZero_>
+struct GroupStore {
+  static constexpr bool kAddZero = kAddZero_;
+  static_assert(!(kStream && kAccumulate), "non-temporal stores overwrite");
+  static HWY_INLINE void Store(__m512 v, float* out) {
+    if (kStream) return _mm512_stream_ps(out, v);
+    if (kAccumulate) v = _mm512_add_ps(_mm512_loadu_ps(out), v);
+    _mm512_storeu_ps(out, v);
+  }
+};
+
+// A lambda inlined where it is called: the decode loops' lambdas hold the tables in registers only
+// where the compiler sees no escape of their object.
+#define OCTET_LAMBDA_INLINE __attribute__((always_inline))
+
+// Calls f(std::true_type or std::false_type) for the value of b: a runtime flag made a template
+// argument once, outside a loop.
+template <class F>
+HWY_INLINE void WithFlag(bool b, F&& f) {
+  if (b) return f(std::true_type());
+  f(std::false_type());
 }
 
 // The scales of a group's 4 quarters of 16 lanes, zero[q] = decode_zero(scale[q]). add_zero is
@@ -713,9 +731,10 @@ HWY_INLINE bool AddsNothing(const detail::QuantTable& t, float s) {
 // value * scale + zero: the scalar reference's two roundings. (One fused rounding would differ
 // where the product underflows: a tiny negative product plus +0 rounds to -0, where the rounded
 // product -0 plus +0 is +0.)
+template <bool kAddZero>
 HWY_INLINE __m512 Scaled(__m512i value_bits, const GroupScales& g, int q) {
   const __m512 v = _mm512_mul_ps(_mm512_castsi512_ps(value_bits), g.scale[q]);
-  return g.add_zero ? _mm512_add_ps(v, g.zero[q]) : v;
+  return kAddZero ? _mm512_add_ps(v, g.zero[q]) : v;
 }
 
 #if HWY_TARGET == HWY_AVX3_DL
@@ -726,6 +745,7 @@ HWY_INLINE __m512 Scaled(__m512i value_bits, const GroupScales& g, int q) {
 template <bool kSigned>
 struct ByteGroups {
   static constexpr size_t kLanes = 64;
+  static constexpr bool kPrescales = false;
   __m512i table[4][4];  // [byte][64-entry quarter of the 256 codes]
   __m512i reorder, sign_bit;
 
@@ -742,9 +762,8 @@ struct ByteGroups {
         table[k][h] = _mm512_loadu_si512(t.value_bytes[k] + 64 * h);
   }
 
-  template <bool kStream>
-  HWY_INLINE void operator()(const GroupScales& g, const uint8_t* codes, float* out,
-                             bool accumulate) const {
+  template <class Store>
+  HWY_INLINE void operator()(Store, const GroupScales& g, const uint8_t* codes, float* out) const {
     const __m512i c = _mm512_permutexvar_epi8(reorder, _mm512_loadu_si512(codes));
     __m512i b[4];
     for (int k = 0; k < 4; ++k) {
@@ -765,21 +784,36 @@ struct ByteGroups {
     const __m512i lo23 = _mm512_unpacklo_epi8(b[2], b[3]), hi23 = _mm512_unpackhi_epi8(b[2], b[3]);
     const __m512i f[4] = {_mm512_unpacklo_epi16(lo01, lo23), _mm512_unpackhi_epi16(lo01, lo23),
                           _mm512_unpacklo_epi16(hi01, hi23), _mm512_unpackhi_epi16(hi01, hi23)};
-    for (int q = 0; q < 4; ++q) StoreDecoded<kStream>(Scaled(f[q], g, q), out + 16 * q, accumulate);
+    for (int q = 0; q < 4; ++q) Store::Store(Scaled<Store::kAddZero>(f[q], g, q), out + 16 * q);
   }
 };
 #else
 // Plain AVX-512 (Skylake-SP, Cascade Lake: BW but no VBMI), 64 codes a group as two halves of 32.
 // The low and the high 16 bits of a value each come from 64-entry word tables held in two
-// registers (vpermt2w), selected by the code's bits 6 (and 7), and in-lane unpacks interleave the
+// registers (vpermi2w), selected by the code's bits 6 (and 7), and in-lane unpacks interleave the
 // halves into floats: half the codes of a byte permute per instruction, but no table read per
 // element. Each code is widened to a word holding it twice, which puts its sign bit where the
 // float's is.
+//
+// A signed type's blocks of kPrescaleMinBlock elements and more are decoded from tables already
+// scaled (Prescale): their 128 magnitudes' value * scale + decode_zero(scale), so that a group
+// needs no multiply. The sign bit of the code is xor-ed into the product's, which is the
+// reference's bits wherever no product of a nonzero magnitude is zero (SignSymmetric).
 template <bool kSigned>
 struct WordGroups {
   static constexpr size_t kLanes = 64;
-  static constexpr int kWindows = kSigned ? 2 : 4;  // of 64 codes: the magnitudes, or all 256
-  __m512i low[4][2], high[4][2];                    // [window][32 words]
+  static constexpr bool kPrescales = kSigned;
+  static constexpr uint32_t kPrescaleMinBlock = 512;  // 8 groups: the tables cost about one
+  static constexpr int kWindows = kSigned ? 2 : 4;    // of 64 codes: the magnitudes, or all 256
+
+  // Word tables: [window][32 words] of the low and high halves, and the halves of the spare
+  // code's value ("-0" is +1; signed types).
+  struct Planes {
+    __m512i low[4][2], high[4][2];
+    __m512i spare_low, spare_high;
+  };
+  Planes unit;    // the type's values
+  Planes scaled;  // the current block's decoded values (Prescale)
   __m512i reorder;
 
   explicit WordGroups(const detail::QuantTable& t) {
@@ -789,53 +823,115 @@ struct WordGroups {
           return _mm512_cvtepu8_epi16(_mm256_loadu_si256(
               reinterpret_cast<const __m256i*>(t.value_bytes[k] + 64 * w + 32 * h)));
         };
-        low[w][h] = _mm512_or_si512(bytes(0), _mm512_slli_epi16(bytes(1), 8));
-        high[w][h] = _mm512_or_si512(bytes(2), _mm512_slli_epi16(bytes(3), 8));
+        unit.low[w][h] = _mm512_or_si512(bytes(0), _mm512_slli_epi16(bytes(1), 8));
+        unit.high[w][h] = _mm512_or_si512(bytes(2), _mm512_slli_epi16(bytes(3), 8));
       }
+    unit.spare_low = _mm512_setzero_si512();
+    unit.spare_high = _mm512_set1_epi16(0x3f80);  // +1
     reorder = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   }
 
-  // One half (low or high words) of 32 values: vpermt2w reads index bits 0..5.
-  HWY_INLINE __m512i Half(const __m512i (&table)[4][2], __m512i c, __mmask32 bit6,
-                          __mmask32 bit7) const {
-    __m512i v =
-        _mm512_mask_blend_epi16(bit6, _mm512_permutex2var_epi16(table[0][0], c, table[0][1]),
-                                _mm512_permutex2var_epi16(table[1][0], c, table[1][1]));
-    if (kSigned) return v;
-    const __m512i upper =
-        _mm512_mask_blend_epi16(bit6, _mm512_permutex2var_epi16(table[2][0], c, table[2][1]),
-                                _mm512_permutex2var_epi16(table[3][0], c, table[3][1]));
-    return _mm512_mask_blend_epi16(bit7, v, upper);
+  // Whether value(code) * s + decode_zero(s) is magnitude(code) * s + decode_zero(s) with the
+  // code's sign bit xor-ed in, for every code but the spare: s finite and nonzero makes
+  // decode_zero(s) +0, which changes no nonzero product, and the smallest nonzero magnitude's
+  // product is nonzero when every other one is.
+  static bool SignSymmetric(const detail::QuantTable& t, float s) {
+    return std::isfinite(s) && s * t.magnitude[1] != 0.0f;
+  }
+
+  // Fills `scaled` for a block of scale s; false where a signed type's block cannot use it.
+  bool Prescale(const detail::QuantTable& t, float s) {
+    if (!kSigned || !SignSymmetric(t, s)) return false;
+    const __m512 vs = _mm512_set1_ps(s), zero = _mm512_set1_ps(detail::decode_zero(s));
+    const __m512i even =
+        _mm512_set_epi16(62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26,
+                         24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_add_epi16(even, _mm512_set1_epi16(1));
+    for (int k = 0; k < 4; ++k) {  // 32 values: window k / 2, half k % 2
+      const auto value = [&](int j) {
+        return _mm512_castps_si512(
+            _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(t.value + 32 * k + 16 * j), vs), zero));
+      };
+      const __m512i a = value(0), b = value(1);
+      scaled.low[k / 2][k % 2] = _mm512_permutex2var_epi16(a, even, b);
+      scaled.high[k / 2][k % 2] = _mm512_permutex2var_epi16(a, odd, b);
+    }
+    const uint32_t spare = detail::float_bits(detail::decode_value(t, t.spare_code, s));
+    scaled.spare_low = _mm512_set1_epi16(static_cast<int16_t>(spare & 0xffff));
+    scaled.spare_high = _mm512_set1_epi16(static_cast<int16_t>(spare >> 16));
+    return true;
+  }
+
+  // One half (low or high words) of 32 values: vpermi2w reads index bits 0..5. The windows are
+  // chained through merge masking, so no blend: a lane takes its window's word and keeps it, the
+  // other lanes keep their code as the next permute's index. in[w]: the lanes of window w.
+  static HWY_INLINE __m512i Half(const __m512i (&table)[4][2], __m512i c,
+                                 const __mmask32 (&in)[4]) {
+    __m512i v = c;
+    for (int w = kWindows - 1; w >= 0; --w)
+      v = _mm512_mask2_permutex2var_epi16(table[w][0], v, in[w], table[w][1]);
+    return v;
   }
 
   // The float bits of 32 values from words holding their code twice (code * 0x101), by in-lane
-  // unpacks: f[0] lane L holds words 8L..8L+3, f[1] words 8L+4..8L+7.
-  HWY_INLINE void Values(__m512i c, __m512i* f) const {
+  // unpacks: f[0] lane L holds words 8L..8L+3, f[1] words 8L+4..8L+7. kSpare: some of the codes
+  // may be the spare (signed types); kPrescaled: its low half is not 0.
+  template <bool kPrescaled, bool kSpare>
+  static HWY_INLINE void Values(const Planes& p, __m512i c, __m512i* f) {
     const __mmask32 bit6 = _mm512_test_epi16_mask(c, _mm512_set1_epi16(0x40));
-    const __mmask32 bit7 = _mm512_test_epi16_mask(c, _mm512_set1_epi16(0x80));
-    const __m512i lo = Half(low, c, bit6, bit7);
-    __m512i hi = Half(high, c, bit6, bit7);
-    if (kSigned) {  // the sign bit of the code (here also bit 15) is the sign bit of the float
-      hi = _mm512_ternarylogic_epi32(hi, c, _mm512_set1_epi16(static_cast<int16_t>(0x8000)), 0xf8);
-      // "-0" is +1; its magnitude is entry 0 (+0), so its low half is 0 already
-      hi = _mm512_mask_mov_epi16(
-          hi, _mm512_cmpeq_epi16_mask(c, _mm512_set1_epi16(static_cast<int16_t>(0x8080))),
-          _mm512_set1_epi16(0x3f80));
+    __mmask32 in[4] = {_knot_mask32(bit6), bit6};
+    if (!kSigned) {
+      const __mmask32 bit7 = _mm512_test_epi16_mask(c, _mm512_set1_epi16(0x80));
+      in[2] = _kand_mask32(bit7, in[0]);  // codes 128..191
+      in[3] = _kand_mask32(bit7, in[1]);
+      in[0] = _kandn_mask32(bit7, in[0]);
+      in[1] = _kandn_mask32(bit7, in[1]);
+    }
+    __m512i lo = Half(p.low, c, in);
+    __m512i hi = Half(p.high, c, in);
+    if (kSigned)  // the sign bit of the code (here also bit 15) flips the float's: hi ^ c & sign
+      hi = _mm512_ternarylogic_epi32(hi, c, _mm512_set1_epi16(static_cast<int16_t>(0x8000)), 0x78);
+    if (kSpare) {
+      const __mmask32 spare =
+          _mm512_cmpeq_epi16_mask(c, _mm512_set1_epi16(static_cast<int16_t>(0x8080)));
+      if (kPrescaled) lo = _mm512_mask_mov_epi16(lo, spare, p.spare_low);
+      hi = _mm512_mask_mov_epi16(hi, spare, p.spare_high);
     }
     f[0] = _mm512_unpacklo_epi16(lo, hi);
     f[1] = _mm512_unpackhi_epi16(lo, hi);
   }
 
-  template <bool kStream>
-  HWY_INLINE void operator()(const GroupScales& g, const uint8_t* codes, float* out,
-                             bool accumulate) const {
+  // The float bits of a group's 64 values, in order.
+  template <bool kPrescaled>
+  HWY_INLINE void Group(const uint8_t* codes, __m512i* f) const {
     // Dword 4L + q of the reordered codes is codes 16q + 4L..16q + 4L + 3, so that the in-lane
     // unpacks (bytes to doubled words here, words to floats in Values) leave the floats in order.
     const __m512i c = _mm512_permutexvar_epi32(reorder, _mm512_loadu_si512(codes));
+    const Planes& p = kPrescaled ? scaled : unit;
+    // The spare is rare (a block's largest value, where positive): one test for the group saves
+    // the two halves' tests and moves.
+    if (kSigned && _mm512_cmpeq_epi8_mask(c, _mm512_set1_epi8(static_cast<char>(0x80))) != 0) {
+      Values<kPrescaled, kSigned>(p, _mm512_unpacklo_epi8(c, c), f);
+      Values<kPrescaled, kSigned>(p, _mm512_unpackhi_epi8(c, c), f + 2);
+    } else {
+      Values<kPrescaled, false>(p, _mm512_unpacklo_epi8(c, c), f);
+      Values<kPrescaled, false>(p, _mm512_unpackhi_epi8(c, c), f + 2);
+    }
+  }
+
+  template <class Store>
+  HWY_INLINE void operator()(Store, const GroupScales& g, const uint8_t* codes, float* out) const {
     __m512i f[4];
-    Values(_mm512_unpacklo_epi8(c, c), f);
-    Values(_mm512_unpackhi_epi8(c, c), f + 2);
-    for (int q = 0; q < 4; ++q) StoreDecoded<kStream>(Scaled(f[q], g, q), out + 16 * q, accumulate);
+    Group<false>(codes, f);
+    for (int q = 0; q < 4; ++q) Store::Store(Scaled<Store::kAddZero>(f[q], g, q), out + 16 * q);
+  }
+
+  // A group of a block that Prescale accepted.
+  template <class Store>
+  HWY_INLINE void Prescaled(Store, const uint8_t* codes, float* out) const {
+    __m512i f[4];
+    Group<true>(codes, f);
+    for (int q = 0; q < 4; ++q) Store::Store(_mm512_castsi512_ps(f[q]), out + 16 * q);
   }
 };
 #endif
@@ -843,14 +939,16 @@ struct WordGroups {
 // A run of blocks in groups of Groups::kLanes elements, the tables in registers throughout.
 // kStream: the output is written with non-temporal stores only, 4 bytes at a time (movnti) up to
 // the first 64-byte aligned element, then a group at a time (no accumulate; out 4-byte aligned).
-// Then a group may span two blocks (block sizes are multiples of 64, so never more): its lanes
-// take each block's scale. Elements after the last group: the scalar reference.
+// Then a group may span two blocks (blocks hold 64 elements or more, so never more): its lanes
+// take each block's scale. Elements after the last group: the scalar reference. Each block's
+// groups run in a loop of their own, with what is fixed per block (scale, prescaled tables,
+// accumulate, add_zero) outside it.
 template <class Groups, bool kStream = false>
 void DecodeGroups(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
                   const uint8_t* scales, float* out, bool accumulate) {
   constexpr size_t kLanes = Groups::kLanes;
   static_assert(kLanes == 64, "GroupScales holds 4 quarters of 16 lanes");
-  const Groups groups(t);
+  Groups groups(t);
   auto one = [&](size_t i) {
     float v = detail::decode_value(t, codes[i], block_scale(scales, i / block));
     if (kStream) {
@@ -867,8 +965,7 @@ void DecodeGroups(const detail::QuantTable& t, const uint8_t* codes, size_t n, u
   size_t i = 0;
   if (kStream)
     for (; i < n && (reinterpret_cast<uintptr_t>(out + i) & 63) != 0; ++i) one(i);
-  size_t b = i / block, next = (b + 1) * size_t{block};  // the group's block; where the next starts
-  auto splat = [&](size_t of) {
+  auto splat = [&](size_t of) OCTET_LAMBDA_INLINE {
     const float s = block_scale(scales, of);
     GroupScales g;
     for (int q = 0; q < 4; ++q) {
@@ -878,27 +975,56 @@ void DecodeGroups(const detail::QuantTable& t, const uint8_t* codes, size_t n, u
     g.add_zero = !AddsNothing(t, s);
     return g;
   };
-  GroupScales g0;
-  if (i + kLanes <= n) g0 = splat(b);
-  for (; i + kLanes <= n; i += kLanes) {
-    if (i + kLanes <= next) {
-      groups.template operator()<kStream>(g0, codes + i, out + i, accumulate);
-    } else {  // lanes from next - i on are block b + 1's (it exists: next < n)
-      GroupScales g = splat(b + 1);
-      const int k = static_cast<int>(next - i);
-      for (int q = 0; q < 4; ++q) {
-        const int from = k - 16 * q;  // the quarter's first lane of block b + 1
-        const __mmask16 m = from <= 0 ? 0xffff : from >= 16 ? 0 : (0xffff << from) & 0xffff;
-        g.scale[q] = _mm512_mask_mov_ps(g0.scale[q], m, g.scale[q]);
-        g.zero[q] = _mm512_mask_mov_ps(g0.zero[q], m, g.zero[q]);
+  // Calls f(GroupStore) for accumulate and add_zero.
+  auto with_store = [&](bool add_zero, auto f) OCTET_LAMBDA_INLINE {
+    WithFlag(add_zero, [&](auto add) OCTET_LAMBDA_INLINE {
+      if constexpr (kStream) {
+        f(GroupStore<true, false, decltype(add)::value>());
+      } else {
+        WithFlag(accumulate, [&](auto acc) OCTET_LAMBDA_INLINE {
+          f(GroupStore<false, decltype(acc)::value, decltype(add)::value>());
+        });
       }
-      g.add_zero = g.add_zero || g0.add_zero;
-      groups.template operator()<kStream>(g, codes + i, out + i, accumulate);
+    });
+  };
+  // The groups from i that end by `end`, all of block `of`.
+  auto whole_groups = [&](size_t of, size_t end) OCTET_LAMBDA_INLINE {
+    if (i + kLanes > end) return;
+    bool prescaled = false;
+    if constexpr (Groups::kPrescales)
+      prescaled = block >= Groups::kPrescaleMinBlock && groups.Prescale(t, block_scale(scales, of));
+    const GroupScales g = splat(of);
+    with_store(!prescaled && g.add_zero, [&](auto store) OCTET_LAMBDA_INLINE {
+      if constexpr (Groups::kPrescales)
+        if (prescaled) {
+          for (; i + kLanes <= end; i += kLanes) groups.Prescaled(store, codes + i, out + i);
+          return;
+        }
+      for (; i + kLanes <= end; i += kLanes) groups(store, g, codes + i, out + i);
+    });
+  };
+  // The group at i, whose lanes from next - i on are block of + 1's.
+  auto straddling_group = [&](size_t of, size_t next) OCTET_LAMBDA_INLINE {
+    const GroupScales g0 = splat(of);
+    GroupScales g = splat(of + 1);
+    const int k = static_cast<int>(next - i);
+    for (int q = 0; q < 4; ++q) {
+      const int from = k - 16 * q;  // the quarter's first lane of block of + 1
+      const __mmask16 m = from <= 0 ? 0xffff : from >= 16 ? 0 : (0xffff << from) & 0xffff;
+      g.scale[q] = _mm512_mask_mov_ps(g0.scale[q], m, g.scale[q]);
+      g.zero[q] = _mm512_mask_mov_ps(g0.zero[q], m, g.zero[q]);
     }
-    if (i + kLanes >= next) {
-      ++b;
-      next += block;
-      if (b < (n + block - 1) / block) g0 = splat(b);
+    g.add_zero = g.add_zero || g0.add_zero;
+    with_store(g.add_zero,
+               [&](auto store) OCTET_LAMBDA_INLINE { groups(store, g, codes + i, out + i); });
+  };
+  for (size_t b = i / block; i + kLanes <= n; ++b) {  // i is in block b
+    const size_t next = (b + 1) * size_t{block};      // where block b + 1 starts
+    whole_groups(b, std::min(next, n));
+    if (i + kLanes > n) break;
+    if (i < next) {  // then next < i + kLanes <= n: the group ends in block b + 1 (64 <= block)
+      straddling_group(b, next);
+      i += kLanes;
     }
   }
   for (; i < n; ++i) one(i);
