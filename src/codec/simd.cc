@@ -1,7 +1,9 @@
 // The SIMD block kernels: the same integer bucket lookup as quant_math.h, a vector at a time, with
 // Highway's runtime dispatch (one binary picks AVX-512, AVX2 or SSE4 at run time). Elements past
 // the last full vector go through the scalar functions of quant_math.h.
+#include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "codec/block_kernels.h"
 #include "codec/bucket_keys.h"
