@@ -46,6 +46,8 @@ std::vector<size_t> row_sizes(const Config& c, const BenchOp& op, int ranks) {
   if (c.rounds < 1) fail("--rounds must be at least 1");
   if (c.gap_us < 0 || c.gap_us > 10000000) fail("--gap-us must be in 0..10000000");
   if (c.warmup < 0) fail("-w must be at least 0");
+  if (!(c.min_seconds >= 0 && c.min_seconds <= 3600))
+    fail("--min-time must be in 0..3600 seconds, not " + number(c.min_seconds));
   std::vector<size_t> sizes;
   for (double s = double(c.first_bytes); s <= double(c.last_bytes) * (1 + 1e-9); s *= c.factor) {
     const size_t bytes = size_t(s) / 4 * 4;  // a small factor repeats a size: one row each
@@ -112,7 +114,7 @@ class Engine {
     row.bytes = op_.row_bytes(count);
     in_ = inputs_.slice(rank_, 0, op_.input_count(count));
     out_.assign(op_.output_count(count), 0.0f);
-    const Sides seconds = time_sides(count);
+    const Sides seconds = time_sides(count, row.calls);
     row.octet = over_ranks(seconds.octet);
     row.policy = choice(count);
     if (c_.op == Operation::kAllreduce && c_.options.policy == Policy::kAuto) {
@@ -148,24 +150,44 @@ class Engine {
   // This rank's time per call of each side: the timed calls in `rounds` blocks, Octet's and
   // MPI's blocks taking turns (ABBA), each side's time the median of its blocks' means, so that
   // a burst of load on a shared machine lands in one block of one side instead of skewing a
-  // whole column. One round: all of Octet's calls, then all of MPI's.
-  Sides time_sides(size_t count) {
+  // whole column. One round: all of Octet's calls, then all of MPI's. `calls`: how many each
+  // side timed (timed_calls).
+  Sides time_sides(size_t count, int& calls) {
     const bool sides[2] = {true, c_.baseline};
+    std::vector<double> warm;  // seconds of each warm-up call, both sides
     for (int s = 0; s < 2; ++s) {
       if (!sides[s]) continue;
       op_.prepare(in_, out_);
-      for (int w = 0; w < c_.warmup; ++w) call(s == 0, count);
+      for (int w = 0; w < c_.warmup; ++w) {
+        const double t0 = PMPI_Wtime();
+        call(s == 0, count);
+        warm.push_back(PMPI_Wtime() - t0);
+      }
     }
-    const int rounds = std::min(c_.rounds, c_.iters);
+    calls = timed_calls(warm);
+    const int rounds = std::min(c_.rounds, calls);
     std::vector<double> blocks[2];
     for (int r = 0; r < rounds; ++r) {
-      const int calls = c_.iters / rounds + (r < c_.iters % rounds ? 1 : 0);
+      const int n = calls / rounds + (r < calls % rounds ? 1 : 0);
       for (int turn = 0; turn < 2; ++turn) {
         const int s = r % 2 ? 1 - turn : turn;
-        if (sides[s]) blocks[s].push_back(time_block(s == 0, count, calls));
+        if (sides[s]) blocks[s].push_back(time_block(s == 0, count, n));
       }
     }
     return {median(blocks[0]), sides[1] ? median(blocks[1]) : 0.0};
+  }
+
+  // -n, or more where -n calls would take less than --min-time: a block of a few calls of a few
+  // microseconds is mostly the barrier before it and the scheduler's noise. The time of a call is
+  // the median warm-up call's (the first may set up the policy), the largest over ranks, so that
+  // every rank makes the same calls.
+  int timed_calls(const std::vector<double>& warm) const {
+    double t = warm.empty() ? 0.0 : median(warm);
+    PMPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (!(t > 0) || c_.min_seconds <= 0) return c_.iters;
+    constexpr double kMaxCalls = 1e6;
+    return static_cast<int>(
+        std::min(std::max(double(c_.iters), std::ceil(c_.min_seconds / t)), kMaxCalls));
   }
 
   double time_block(bool octet, size_t count, int calls) {

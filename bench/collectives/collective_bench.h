@@ -31,6 +31,10 @@ struct Config {
   uint64_t last_bytes = uint64_t{64} << 20;  // no row above this
   double factor = 2;                         // size multiplier between rows (> 1)
   int iters = 20, warmup = 5;                // timed (>= 1) and untimed (>= 0) calls per row
+  // Each side's timed calls of a row take at least this long: rows whose `iters` calls would be
+  // shorter (the warm-up's calls tell) time more calls, as OSU times more iterations of small
+  // messages. 0: exactly `iters`.
+  double min_seconds = 0.02;
   int rounds = 1;  // blocks the timed calls are cut into, Octet's and MPI's taking turns
   // Microseconds of busy waiting before every timed call, outside its time: the compute that
   // separates a training step's transfers (a link idle for that long; 0: calls back to back).

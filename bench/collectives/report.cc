@@ -48,11 +48,12 @@ Report::Report(const Config& config, int rank, int ranks, uint32_t block, double
   if (!table_) return;
   const CollectiveOptions& o = config.options;
   std::printf(
-      "# octet bench %s: %d ranks, type %s, block %u%s%s, iters %d, warmup %d, rounds %d, gap %lld "
-      "us, chunk %s, window %d, policy %s, min_bytes %zu\n",
+      "# octet bench %s: %d ranks, type %s, block %u%s%s, iters %d (more for rows faster than %g "
+      "s), "
+      "warmup %d, rounds %d, gap %lld us, chunk %s, window %d, policy %s, min_bytes %zu\n",
       operation_name(config.op).c_str(), ranks, data_type_name(o.codec.type), block,
       o.codec.stochastic ? ", stochastic" : "", o.average ? ", average" : "", config.iters,
-      config.warmup, config.rounds, static_cast<long long>(config.gap_us),
+      config.min_seconds, config.warmup, config.rounds, static_cast<long long>(config.gap_us),
       o.chunk_bytes ? (std::to_string(o.chunk_bytes) + " B").c_str() : "auto", o.window,
       policy_name(o.policy), o.min_bytes);
   std::printf("# baseline: fp32 PMPI call; MPI variables set:");
@@ -77,6 +78,7 @@ void Report::add(const Row& r) {
   rows_.push_back(
       {{"bytes", r.bytes},
        {"count", r.count},
+       {"calls", r.calls},
        {"ratio", r.ratio},
        {"compressed", r.policy.compress},
        {"hierarchical", r.policy.compress && r.policy.hierarchical},
@@ -142,6 +144,7 @@ void Report::finish() const {
                               {"type", data_type_name(o.codec.type)},
                               {"block", block_},
                               {"iters", config_.iters},
+                              {"min_seconds", config_.min_seconds},
                               {"warmup", config_.warmup},
                               {"rounds", config_.rounds},
                               {"gap_us", config_.gap_us},

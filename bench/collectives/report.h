@@ -27,6 +27,7 @@ struct Checked {
 
 struct Row {
   size_t bytes = 0, count = 0;
+  int calls = 0;          // timed calls of each side (Config::iters, min_seconds)
   double ratio = 1;       // fp32 bytes / payload bytes of this rank's input (1: not compressed)
   PolicyEstimate policy;  // what the policy chose (after the row's calls) and its predictions
   // allreduce under `auto`: the compressed call's predicted seconds with each algorithm forced

@@ -3,6 +3,7 @@
 #  - without EXPECT: the run must succeed and every row of its JSON must have #wrong 0 for Octet
 #    and the fp32 baseline, and identical results on every rank,
 #    and no two rows of the same size;
+#    [-DCALLS=n: every row timed n calls per side; -DCALLS_ABOVE=n: more than n]
 #  - with EXPECT: the run must fail, printing exactly one error line ("octet: error ..." or a
 #    command-line error "--option: ..."), which matches EXPECT.
 string(REPLACE "|" ";" launcher "${LAUNCHER}")
@@ -42,6 +43,11 @@ foreach(i RANGE ${last})
     message(FATAL_ERROR "two rows of ${bytes} bytes")
   endif()
   set(previous ${bytes})
+  string(JSON calls GET "${doc}" rows ${i} calls)
+  if((CALLS AND NOT calls EQUAL CALLS) OR (CALLS_ABOVE AND NOT calls GREATER CALLS_ABOVE))
+    message(FATAL_ERROR "row of ${bytes} bytes timed ${calls} calls (CALLS '${CALLS}', "
+                        "CALLS_ABOVE '${CALLS_ABOVE}')")
+  endif()
   foreach(side "error" "baseline;error")
     string(JSON wrong GET "${doc}" rows ${i} ${side} wrong)
     string(JSON identical GET "${doc}" rows ${i} ${side} identical)

@@ -22,6 +22,7 @@ struct BenchArgs {
   double factor = 2;
   int iters = 20, warmup = 5, window = 4, rounds = 1;
   int64_t gap_us = 0;
+  double min_seconds = bench::Config{}.min_seconds;
   uint32_t block = 0;
   bool stochastic = false, average = false, check = true, baseline = true;
   std::string json;
@@ -63,6 +64,7 @@ bench::Config to_config(const BenchArgs& a) {
   c.factor = a.factor;
   c.iters = a.iters;
   c.warmup = a.warmup;
+  c.min_seconds = a.min_seconds;
   c.rounds = a.rounds;
   c.gap_us = a.gap_us;
   c.options.codec.type = parse_data_type(a.type);
@@ -117,6 +119,10 @@ void add_bench_commands(CLI::App& app) {
   c->add_option("-f,--stepfactor", args->factor, "size multiplier between rows");
   c->add_option("-n,--iters", args->iters, "timed iterations per size")->check(at_least(1));
   c->add_option("-w,--warmup", args->warmup, "untimed iterations first")->check(at_least(0));
+  c->add_option("--min-time", args->min_seconds,
+                "seconds each side's timed iterations of a size take at least: faster sizes "
+                "(as the warm-up times them) run more than -n (0: exactly -n)")
+      ->check(seconds_between(0, 3600));
   c->add_option("--rounds", args->rounds,
                 "cut the timed iterations into this many blocks, Octet's and MPI's alternating; "
                 "each side's time is the median of its blocks")

@@ -236,5 +236,20 @@ void check_memory(double bytes, const std::string& what) {
                     " a command may use (half of this machine's memory)");
 }
 
+CLI::Validator seconds_between(double lo, double hi) {
+  char range[64];
+  std::snprintf(range, sizeof range, "%g..%g", lo, hi);
+  const std::string what = std::string("must be a number of seconds in ") + range;
+  return CLI::Validator(
+      [lo, hi, what](std::string& s) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double v = std::strtod(s.c_str(), &end);
+        const bool number = !s.empty() && end == s.c_str() + s.size() && errno == 0;
+        return number && v >= lo && v <= hi ? "" : what + ", not '" + s + "'";
+      },
+      "SECONDS");
+}
+
 }  // namespace cli
 }  // namespace octet

@@ -39,6 +39,9 @@ CLI::Validator at_least(T lo) {
                         "INT>=" + std::to_string(lo));
 }
 
+// A number of seconds in [lo, hi] ("0.02", "1e-3"), with the same kind of one-line error.
+CLI::Validator seconds_between(double lo, double hi);
+
 // Bytes the CLI reads files into and encodes or decodes into. Unlike a std::vector it is not
 // zero-filled first (read() or the codec writes every byte anyway), and large ones ask for
 // transparent huge pages: on this project's VMs a 4 KiB page fault costs ~5 us, 0.3 s per 256 MiB,

@@ -30,6 +30,7 @@ class CommCore {
   void progress();               // advances every pending operation, never blocks
   void complete(Operation& op);  // blocks until op is done (other operations progress)
   void complete_all();           // blocks until every pending operation is done
+  bool idle() const { return active_.empty(); }
   PolicyState& policy() { return policy_; }
 
  private:

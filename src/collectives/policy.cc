@@ -135,7 +135,9 @@ std::vector<double> time_paths(Comm& comm, Collective op, size_t count,
   // A call of up to 2 MiB of fp32 takes a millisecond or less over shared memory, which a rank
   // losing its core for a time slice inflates several times over (a 2 MiB plain allreduce of 4
   // local ranks measured 1.2 ms in 3 samples against 0.75 in steady state): more samples there.
-  const int iters = count <= 16384 ? 15 : count <= 524288 ? 7 : 3;
+  // Above 2M elements (the extension's sizes) a call takes tens of milliseconds or more, which a
+  // time slice hardly moves.
+  const int iters = count <= 16384 ? 15 : count <= 524288 ? 7 : count <= 2097152 ? 3 : 2;
   std::vector<double> best(paths.size(), 1e30);
   for (int i = -1; i < iters; ++i)
     for (size_t path = 0; path < paths.size(); ++path) {
@@ -180,25 +182,27 @@ void make_monotone(std::vector<double>& seconds) {
 constexpr size_t kMeasuredCounts[] = {16,    64,    256,    1024,   4096,
                                       16384, 65536, 262144, 524288, 2097152};
 
-// The curves of `key`, measured together by every rank (per rank the fastest call, then the
-// median over ranks).
-PolicyState::Curves measure(Comm& comm, const PolicyKey& key, const CollectiveOptions& options) {
-  const Collective op = std::get<0>(key);
-  const size_t per_rank = op == Collective::kReduceScatter || op == Collective::kAllgather
-                              ? static_cast<size_t>(comm.size())
-                              : 1;
-  const std::vector<CollectiveOptions> paths = measured_paths(comm, op, options);
+// Beyond them a measured curve grows where the calls go: a call more than twice the largest
+// measured size measures the sizes 4x apart after it, up to this many elements in all (128 MiB
+// of fp32), since a plain call's time keeps bending where its buffers outgrow the last-level
+// cache: on 4 local ranks 0.66 ms per MiB at 8 MiB, 1.2 at 32 and 128 MiB, so that the slope up
+// to 8 MiB put 32 MiB at 20 ms against the 38 it takes and `auto` passed up a 2.2x gain.
+constexpr size_t kMaxMeasuredCount = size_t{32} << 20;
+
+size_t per_rank_divisor(const Comm& comm, Collective op) {
+  return op == Collective::kReduceScatter || op == Collective::kAllgather
+             ? static_cast<size_t>(comm.size())
+             : 1;
+}
+
+// Appends the times at `counts` (per rank's call; per rank the fastest call, then the median
+// over ranks) to the curves of `paths`, measured together by every rank.
+void measure_points(Comm& comm, Collective op, const std::vector<size_t>& counts,
+                    const std::vector<CollectiveOptions>& paths, PolicyState::Curves& c) {
   std::vector<double> times;
-  std::vector<size_t> counts;
-  for (size_t total : kMeasuredCounts) {
-    const size_t count = std::max<size_t>(1, total / per_rank);
-    if (!counts.empty() && counts.back() == count) continue;
-    counts.push_back(count);
+  for (size_t count : counts)
     for (double t : time_paths(comm, op, count, paths)) times.push_back(t);
-  }
   agree(comm, times);
-  PolicyState::Curves c = fresh_curves();
-  c.measured = true;
   for (size_t path = 0; path < paths.size(); ++path) {
     CostCurve& curve = c.curve[path];
     for (size_t i = 0; i < counts.size(); ++i) {
@@ -207,7 +211,49 @@ PolicyState::Curves measure(Comm& comm, const PolicyKey& key, const CollectiveOp
     }
     make_monotone(curve.seconds);
   }
+}
+
+// The curves of `key`, measured at start-up.
+PolicyState::Curves measure(Comm& comm, const PolicyKey& key, const CollectiveOptions& options) {
+  const Collective op = std::get<0>(key);
+  std::vector<size_t> counts;
+  for (size_t total : kMeasuredCounts) {
+    const size_t count = std::max<size_t>(1, total / per_rank_divisor(comm, op));
+    if (counts.empty() || counts.back() != count) counts.push_back(count);
+  }
+  PolicyState::Curves c = fresh_curves();
+  c.measured = true;
+  measure_points(comm, op, counts, measured_paths(comm, op, options), c);
   return c;
+}
+
+// Extends measured curves toward a call of fp32_bytes (kMaxMeasuredCount); returns whether it
+// did. The same on every rank: the curves' sizes are, and so are the calls. The buckets above
+// the old largest size start over (their corrections were made against the old line).
+bool extend(Comm& comm, Collective op, const CollectiveOptions& options, double fp32_bytes,
+            PolicyState::Curves& c) {
+  const std::vector<double>& sizes = c.curve[PolicyState::kPlain].bytes;
+  if (!c.measured || sizes.empty() || !(fp32_bytes > 2 * sizes.back())) return false;
+  const size_t divisor = per_rank_divisor(comm, op);
+  std::vector<size_t> counts;
+  for (double last = sizes.back(); fp32_bytes > 2 * last;) {
+    const size_t count = static_cast<size_t>(last / sizeof(float)) * 4;
+    if (count * divisor > kMaxMeasuredCount) break;
+    counts.push_back(count);
+    last = static_cast<double>(count) * sizeof(float);
+  }
+  if (counts.empty()) return false;
+  for (int b = bucket_of(sizes.back()) + 1; b < PolicyState::kBuckets; ++b) {
+    c.agreed[b] = false;
+    c.explore[b] = 0;
+    for (int path = 0; path < PolicyState::kPaths; ++path) {
+      c.factor[path][b] = 1;
+      c.seen[path][b] = 0;
+      c.calls[path][b] = 0;
+    }
+  }
+  measure_points(comm, op, counts, measured_paths(comm, op, options), c);
+  return true;
 }
 
 // A native collective as an Operation, so that it completes alongside Octet's pending ones;
@@ -267,6 +313,10 @@ PolicyEstimate PolicyState::estimate(Comm& comm, const PolicyKey& key, double fp
                                      const CollectiveOptions& options, double* other_algorithm) {
   auto it = curves_.find(key);
   if (it == curves_.end()) it = curves_.emplace(key, measure(comm, key, options)).first;
+  if (extend(comm, std::get<0>(key), options, fp32_bytes, it->second)) {
+    last_valid_ = false;  // the curves changed
+    quiet_native_ = nullptr;
+  }
   const Curves& c = it->second;
   const int b = bucket_of(fp32_bytes);
   PolicyEstimate e;
@@ -280,18 +330,12 @@ PolicyEstimate PolicyState::estimate(Comm& comm, const PolicyKey& key, double fp
 void PolicyState::seed(const PolicyKey& key, Curves curves) {
   curves_[key] = std::move(curves);
   last_valid_ = false;
+  quiet_native_ = nullptr;
 }
-
-namespace {
-// The fields of CodecOptions that the policy's key and validate_options read.
-bool same_key_fields(const CodecOptions& a, const CodecOptions& b) {
-  return a.type == b.type && a.block_size == b.block_size && a.stochastic == b.stochastic &&
-         a.mantissa_exponent_offset == b.mantissa_exponent_offset;
-}
-}  // namespace
 
 PolicyState::Decision PolicyState::decide(Comm& comm, Collective op, double fp32_bytes,
                                           const CollectiveOptions& options) {
+  quiet_native_ = nullptr;  // until settle(): this call may explore, be timed or agree
   count_call(comm, fp32_bytes);
   if (repeats_last(op, fp32_bytes, options)) return explored(last_);
   // Options are checked here, on this rank only: the decision needs them before any exchange.
@@ -306,7 +350,10 @@ PolicyState::Decision PolicyState::decide(Comm& comm, Collective op, double fp32
   if (!d.curves->agreed[d.bucket] && slower < kExploreWithin * faster) restart_agreements();
   last_ = d;
   last_op_ = op;
-  last_codec_ = options.codec;
+  last_type_ = options.codec.type;
+  last_block_size_ = options.codec.block_size;
+  last_stochastic_ = options.codec.stochastic;
+  last_mantissa_offset_ = options.codec.mantissa_exponent_offset;
   last_algorithm_ = options.allreduce_algorithm;
   last_bytes_ = fp32_bytes;
   last_valid_ = true;
@@ -353,25 +400,13 @@ bool PolicyState::wants_time(const Decision& d, bool compressed) {
   return d.curves->calls[path_of(d, compressed)][d.bucket] < kMinObservations;
 }
 
-bool PolicyState::repeats_last(Collective op, double fp32_bytes,
-                               const CollectiveOptions& options) const {
-  return last_valid_ && fp32_bytes == last_bytes_ && op == last_op_ &&
-         same_key_fields(options.codec, last_codec_) &&
-         options.allreduce_algorithm == last_algorithm_;
-}
-
-bool PolicyState::take_repeated_decline(Collective op, double fp32_bytes,
-                                        const CollectiveOptions& options) {
-  if (!repeats_last(op, fp32_bytes, options) || last_.estimate.compress) return false;
-  if (sync_due(fp32_bytes) || last_.curves->explore[last_.bucket] || wants_time(last_, false))
-    return false;
-  ++calls_;  // count_call's count; no agreement is due
-  bytes_ += fp32_bytes;
-  return true;
-}
-
-bool PolicyState::sync_due(double fp32_bytes) const {
-  return calls_ + 1 >= next_sync_ || bytes_ + fp32_bytes >= next_sync_bytes_;
+// What decide() would do with the next call like the last: decline it again without exploring
+// and without wanting its time (neither changes before the next decide(), sync() or observe(),
+// and observe() comes before settle()).
+void PolicyState::settle(NativeCollectives* native) {
+  const bool quiet = last_valid_ && !last_.estimate.compress &&
+                     !last_.curves->explore[last_.bucket] && !wants_time(last_, false);
+  quiet_native_ = quiet ? native : nullptr;
 }
 
 void PolicyState::count_call(Comm& comm, double fp32_bytes) {
@@ -430,6 +465,7 @@ void PolicyState::sync(Comm& comm, bool explore) {
         v.push_back(evidence(c.calls[path][b], c.seen[path][b], c.factor[path][b]));
   agree(comm, v);
   last_valid_ = false;  // the corrections change
+  quiet_native_ = nullptr;
   size_t i = 0;
   for (auto& [key, c] : curves_) {
     if (explore)
@@ -555,6 +591,11 @@ void Route::observe(double seconds) const {
   PolicyState::observe(decision_, compressed_, seconds);
 }
 
+void Route::settle() const {
+  if (!decision_.curves) return;  // decide() did not take this call
+  core(comm_).policy().settle(native_ ? comm_.transport().native_collectives() : nullptr);
+}
+
 Request start_routed(Comm& comm, const NativeCall& call, const CollectiveOptions& options,
                      const MakeOperation& make) {
   const Route route(comm, call, options);
@@ -563,27 +604,28 @@ Request start_routed(Comm& comm, const NativeCall& call, const CollectiveOptions
 }
 
 namespace {
-// A blocking `auto` call that repeats the last one `auto` declined, with nothing due (no agreement,
-// no exploring, no time wanted): MPI's call at once. It counts and checks what Route would, in
-// fewer steps, since a declined small call is MPI's latency plus whatever Octet adds to it
-// (docs/performance.md: the routing was 5-7% of an 8-512 B call on 4 ranks sharing 2 cores).
-bool ran_repeated_decline(Comm& comm, const NativeCall& call, const CollectiveOptions& options) {
+// A blocking `auto` call that repeats the last one, which `auto` declined and ran natively, with
+// nothing due (no agreement, no exploring, no time wanted): MPI's call at once. It counts and
+// checks what Route would, in fewer steps and touching fewer cache lines, since a declined small
+// call is MPI's latency plus whatever Octet adds to it (docs/performance.md: on 4 ranks sharing
+// 2 cores, 5-7% of an 8-512 B call with the full routing, 2-4% with a check of the curves).
+bool ran_quiet_decline(Comm& comm, const NativeCall& call, const CollectiveOptions& options) {
   if (options.policy != Policy::kAuto || (call.count > 0 && !call.out)) return false;
   const double bytes = static_cast<double>(call.count) * sizeof(float);
   if (bytes < static_cast<double>(options.min_bytes)) return false;
-  NativeCollectives* n = comm.transport().native_collectives();
-  if (!n || call.count > n->max_count()) return false;
   CommCore& c = core(comm);
-  if (!c.policy().take_repeated_decline(call.op, bytes, options)) return false;
-  c.complete_all();
-  call_native(*n, call, comm.size(), options.average);
+  NativeCollectives* n = c.policy().take_quiet_decline(call.op, bytes, options);
+  if (!n) return false;
+  if (!c.idle()) c.complete_all();
+  const int ranks = options.average ? comm.size() : 1;  // a virtual call: only where needed
+  call_native(*n, call, ranks, options.average);
   return true;
 }
 }  // namespace
 
 void run_routed(Comm& comm, const NativeCall& call, const CollectiveOptions& options,
                 const MakeOperation& make) {
-  if (ran_repeated_decline(comm, call, options)) return;
+  if (ran_quiet_decline(comm, call, options)) return;
   const Route route(comm, call, options);
   const bool timed = route.timed();
   const double t0 = timed ? now() : 0;
@@ -596,6 +638,7 @@ void run_routed(Comm& comm, const NativeCall& call, const CollectiveOptions& opt
     start_request(comm, make(route.options())).wait();
   }
   if (timed) route.observe(now() - t0);
+  route.settle();
 }
 
 }  // namespace detail

@@ -88,10 +88,22 @@ class PolicyState {
   // observed) and decides it. A loop repeats its calls, so the last decision is kept until the
   // corrections change.
   Decision decide(Comm& comm, Collective op, double fp32_bytes, const CollectiveOptions& options);
-  // For a call that repeats the last decision when it declined, with nothing due at this call
-  // (an agreement, exploring, a time to record): counts it as decide() would and returns true;
-  // otherwise changes nothing and returns false (decide() then takes the call).
-  bool take_repeated_decline(Collective op, double fp32_bytes, const CollectiveOptions& options);
+  // For a blocking call that repeats the last decision, which declined and ran the transport's
+  // own collective, with nothing due at this call (an agreement, exploring, a time to record):
+  // counts it as decide() would and returns that collective; otherwise changes nothing and
+  // returns null (decide() then takes the call). Inline, reading one or two cache lines of this
+  // object and not the curves: a declined small call costs MPI's latency plus this.
+  NativeCollectives* take_quiet_decline(Collective op, double fp32_bytes,
+                                        const CollectiveOptions& options) {
+    if (!quiet_native_ || !repeats_last(op, fp32_bytes, options) || sync_due(fp32_bytes))
+      return nullptr;
+    ++calls_;  // count_call's count; no agreement is due
+    bytes_ += fp32_bytes;
+    return quiet_native_;
+  }
+  // After a blocking call that decide() took: whether the next one like it may take
+  // take_quiet_decline (`native`: the collective this one ran, null if not the transport's).
+  void settle(NativeCollectives* native);
   // Installs curves for `key` (the same on every rank), replacing any: no measurement follows.
   void seed(const PolicyKey& key, Curves curves);
   // Whether a call's time is still wanted: kMinObservations per bucket and path between two
@@ -101,30 +113,46 @@ class PolicyState {
   static void observe(const Decision& d, bool compressed, double seconds);
 
  private:
-  // Whether a call is what the last decision was made for (the options as given).
-  bool repeats_last(Collective op, double fp32_bytes, const CollectiveOptions& options) const;
+  // Whether a call is what the last decision was made for (the options as given; of the codec's,
+  // the fields that the policy's key and validate_options read).
+  bool repeats_last(Collective op, double fp32_bytes, const CollectiveOptions& options) const {
+    const CodecOptions& a = options.codec;
+    return last_valid_ && fp32_bytes == last_bytes_ && op == last_op_ && a.type == last_type_ &&
+           a.block_size == last_block_size_ && a.stochastic == last_stochastic_ &&
+           a.mantissa_exponent_offset == last_mantissa_offset_ &&
+           options.allreduce_algorithm == last_algorithm_;
+  }
   Decision explored(Decision d);
   // Whether the call of fp32_bytes after those counted is due for an agreement.
-  bool sync_due(double fp32_bytes) const;
+  bool sync_due(double fp32_bytes) const {
+    return calls_ + 1 >= next_sync_ || bytes_ + fp32_bytes >= next_sync_bytes_;
+  }
   void count_call(Comm& comm, double fp32_bytes);
   void restart_agreements();
   // explore: buckets with calls explore next (the call schedule's agreements; the byte
   // schedule's only fold in what was observed).
   void sync(Comm& comm, bool explore);
-  std::map<PolicyKey, Curves> curves_;
+  // First, together, what take_quiet_decline reads. settle()'s verdict on the last decision
+  // (cleared wherever it may change), and what that decision was made for (the options as given,
+  // unvalidated).
+  NativeCollectives* quiet_native_ = nullptr;
+  bool last_valid_ = false;
+  bool last_stochastic_ = false;
+  Collective last_op_ = Collective::kAllreduce;
+  DataType last_type_ = DataType::kDynamic;
+  CollectiveOptions::AllreduceAlgorithm last_algorithm_{};
+  uint32_t last_block_size_ = 0;
+  int last_mantissa_offset_ = 0;
+  double last_bytes_ = 0;
   // The agreement schedule, in calls and in fp32 bytes (the same on every rank: every rank makes
   // the same calls). The byte interval is the call interval's multiple of kPolicySyncBytes.
-  int64_t calls_ = 0, next_sync_ = kPolicySyncCalls, interval_ = kPolicySyncCalls;
+  int64_t calls_ = 0, next_sync_ = kPolicySyncCalls;
   double bytes_ = 0, next_sync_bytes_ = kPolicySyncBytes;
+  int64_t interval_ = kPolicySyncCalls;
   double byte_interval() const {
     return kPolicySyncBytes * static_cast<double>(interval_ / kPolicySyncCalls);
   }
-  // The last call's decision, and what it was decided for (the options as given, unvalidated).
-  bool last_valid_ = false;
-  Collective last_op_ = Collective::kAllreduce;
-  CodecOptions last_codec_;
-  CollectiveOptions::AllreduceAlgorithm last_algorithm_{};
-  double last_bytes_ = 0;
+  std::map<PolicyKey, Curves> curves_;
   Decision last_;
 };
 
@@ -164,6 +192,7 @@ class Route {
   void run_native() const;
   std::shared_ptr<Operation> start_native() const;
   void observe(double seconds) const;
+  void settle() const;  // after a blocking call: PolicyState::settle
 
  private:
   Comm& comm_;

@@ -183,7 +183,7 @@ TEST_F(Mpi, AutoDecidesTheSameOnEveryRank) {
 
 // Seeded so that `auto` declines (plain 60 ms, compressed 100 ms: within 2x, so explored every
 // interval). Repeated declined calls go to MPI's call with little of the routing
-// (policy.cc, ran_repeated_decline), which must still count them toward every agreement and
+// (policy.cc, ran_quiet_decline), which must still count them toward every agreement and
 // step aside for exploring: else compression is never re-timed, or the ranks drift apart.
 TEST_F(Mpi, RepeatedDeclinedCallsStillAgreeAndExplore) {
   const size_t n = 256;
@@ -205,6 +205,25 @@ TEST_F(Mpi, RepeatedDeclinedCallsStillAgreeAndExplore) {
   PMPI_Allreduce(mine, hi, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   EXPECT_EQ(lo[0], hi[0]);
   EXPECT_EQ(lo[1], hi[1]);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(y[i], float(comm.size())) << i;
+}
+
+// Seeded far too cheap (1 ns), the plain call is declined into again and again; a time seen
+// slower than believed counts only from kMinObservations calls per agreement interval, so the
+// repeated calls must still be timed until there are that many (settle(): wants_time), else the
+// 1 ns would stand.
+TEST_F(Mpi, RepeatedDeclinedCallsAreTimedUntilSlowerTimesCount) {
+  const size_t n = 256;
+  PolicyCurves seeded;
+  seeded.bytes = {4, std::ldexp(1.0, 40)};
+  seeded.plain_seconds = {1e-9, 1e-9};
+  seeded.compressed_seconds = {1.0, 1.0};
+  set_policy_curves(comm, Collective::kAllreduce, CodecOptions{}, seeded);
+  std::vector<float> x(n, 1.0f), y(n);
+  for (int call = 0; call < 4 * kPolicySyncCalls; ++call) allreduce(comm, x.data(), y.data(), n);
+  const PolicyEstimate e = estimate_policy(comm, Collective::kAllreduce, n, {});
+  EXPECT_FALSE(e.compress);
+  EXPECT_GT(e.plain_seconds, 1e-8) << "the plain call's slower times were not folded in";
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(y[i], float(comm.size())) << i;
 }
 

@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "collectives/policy.h"
+#include "counting_transport.h"
 #include "octet/collectives.h"
 #include "octet/policy.h"
+#include "thread_ranks.h"
 #include "verify/verify.h"
 
 namespace octet {
@@ -204,6 +206,55 @@ TEST(Policy, AStartUpMeasurementCompressesOnlyForAClearGainUntilConfirmed) {
     decided.push_back(state.estimate(comm, key, bytes, CollectiveOptions{}).compress);
   }
   EXPECT_EQ(decided, (std::vector<int>{0, 1, 1, 1}));
+}
+
+// A measured curve grows where the calls go: a call more than twice its largest size measures
+// the sizes 4x apart after it (here 16 and 64 KiB after 4 KiB, for a call of 40000 bytes), every
+// rank together, once; the buckets above the old largest size drop the corrections made against
+// the old line. Sizes within 2x extrapolate without a measurement.
+TEST(Policy, MeasuredCurvesGrowTowardLargerCalls) {
+  using detail::PolicyState;
+  std::vector<std::shared_ptr<Transport>> wrapped;
+  std::vector<std::shared_ptr<test::CountingTransport>> counting;
+  for (auto& t : make_thread_transports(2)) {
+    counting.push_back(std::make_shared<test::CountingTransport>(t));
+    wrapped.push_back(counting.back());
+  }
+  std::vector<uint64_t> within(2), grown(2), again(2), largest(2);
+  std::vector<double> after(2), at_64k(2);
+  test::expect_ok(test::run_on_threads(wrapped, [&](Comm& comm) {
+    const size_t r = static_cast<size_t>(comm.rank());
+    test::CountingTransport& wire = *counting[r];
+    PolicyState state;
+    PolicyState::Curves c = detail::fresh_curves();
+    const double line = 1e-9 * (4096 - 4);
+    c.curve[PolicyState::kPlain] = {{4, 4096}, {1e-6, 1e-6 + line}};
+    c.curve[PolicyState::kFlat] = {{4, 4096}, {2e-6, 2e-6 + line}};
+    c.measured = true;
+    for (auto& f : c.factor) f.fill(1e6);  // corrections made against the line
+    const detail::PolicyKey key(Collective::kAllreduce, 0, false, 2048);
+    state.seed(key, c);
+    uint64_t sent = wire.bytes_sent;
+    state.estimate(comm, key, 8192, CollectiveOptions{});
+    within[r] = wire.bytes_sent - sent;
+    sent = wire.bytes_sent;
+    after[r] = state.estimate(comm, key, 40000, CollectiveOptions{}).plain_seconds;
+    grown[r] = wire.bytes_sent - sent;
+    largest[r] = wire.largest;
+    sent = wire.bytes_sent;
+    at_64k[r] = state.estimate(comm, key, 65536, CollectiveOptions{}).plain_seconds;
+    again[r] = wire.bytes_sent - sent;
+  }));
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(within[r], 0u) << "rank " << r << ": 8 KiB is within 2x of 4 KiB";
+    EXPECT_GT(grown[r], 0u) << "rank " << r << ": no measurement";
+    EXPECT_GE(largest[r], 65536u / 2) << "rank " << r << ": the 64 KiB point was not measured";
+    EXPECT_EQ(again[r], 0u) << "rank " << r << ": measured twice";
+    EXPECT_EQ(after[r], after[0]) << "rank " << r << ": the ranks disagree";
+    // A 64 KiB call over threads takes microseconds; the old correction made it seconds.
+    EXPECT_LT(at_64k[r], 0.1) << "rank " << r << ": still the old line's correction";
+    EXPECT_GT(at_64k[r], 0.0);
+  }
 }
 
 // Behind a 100 MB/s link a 4 MiB allreduce moves ~3.7x fewer bytes compressed, which pays (a
