@@ -1,5 +1,6 @@
 #include "collectives/buffer_cache.h"
 
+#include <cstdint>
 #include <mutex>
 #include <new>
 #include <vector>
@@ -46,6 +47,7 @@ class Cache {
           void* block = e.blocks.back();
           e.blocks.pop_back();
           held_ -= size;
+          e.used = ++clock_;
           OCTET_UNPOISON(block, size);
           return block;
         }
@@ -53,18 +55,36 @@ class Cache {
     return ::operator new(size, kAlign);
   }
 
+  // Keeps the block, making room by freeing blocks of the class least recently used where the
+  // cache is full: the classes a program calls now stay, not those of its first calls (the
+  // policy's start-up measurement fills the cache with sizes the program may never call).
   void give(void* block, size_t size) noexcept {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (held_ + size <= kMaxCachedBytes) {
-        try {
-          entry(size).blocks.push_back(block);
-          held_ += size;
-          OCTET_POISON(block, size);
-          return;
-        } catch (const std::bad_alloc&) {  // no room to remember it: free it below
+    while (size <= kMaxCachedBytes) {
+      void* stale = nullptr;
+      size_t stale_size = 0;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (held_ + size <= kMaxCachedBytes) {
+          try {
+            Entry& e = entry(size);
+            e.blocks.push_back(block);
+            e.used = ++clock_;
+            held_ += size;
+            OCTET_POISON(block, size);
+            return;
+          } catch (const std::bad_alloc&) {  // no room to remember it: free it below
+            break;
+          }
         }
+        Entry* e = least_recent_other(size);
+        if (!e) break;
+        stale = e->blocks.back();
+        stale_size = e->size;
+        e->blocks.pop_back();
+        held_ -= stale_size;
       }
+      OCTET_UNPOISON(stale, stale_size);
+      ::operator delete(stale, kAlign);  // outside the lock: freeing a large block is a munmap
     }
     ::operator delete(block, kAlign);
   }
@@ -78,16 +98,25 @@ class Cache {
   struct Entry {
     size_t size;
     std::vector<void*> blocks;
+    uint64_t used = 0;  // clock_ at the last take or give of this class
   };
   Entry& entry(size_t size) {
     for (Entry& e : free_)
       if (e.size == size) return e;
-    free_.push_back({size, {}});
+    free_.push_back({size, {}, 0});
     return free_.back();
+  }
+  // The class other than `size` holding blocks that was used longest ago, or null.
+  Entry* least_recent_other(size_t size) {
+    Entry* oldest = nullptr;
+    for (Entry& e : free_)
+      if (e.size != size && !e.blocks.empty() && (!oldest || e.used < oldest->used)) oldest = &e;
+    return oldest;
   }
   std::mutex mutex_;
   std::vector<Entry> free_;  // a few dozen classes at most
   size_t held_ = 0;
+  uint64_t clock_ = 0;
 };
 
 // Never destroyed: buffers may be released during static destruction (a Comm held by a static).

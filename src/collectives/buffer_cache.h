@@ -6,7 +6,8 @@
 // to 16.8 with the thresholds raised (GLIBC_TUNABLES), about a third of its time in page faults.
 // Blocks of kMinCachedBytes and more are therefore kept here when released, by size class (four
 // per power of two, so a block is at most 25% larger than asked), up to kMaxCachedBytes in all,
-// for any thread to reuse. Smaller blocks go to operator new as usual.
+// for any thread to reuse; a full cache frees the blocks of the class used longest ago to keep a
+// new one. Smaller blocks go to operator new as usual.
 #pragma once
 
 #include <cstddef>
