@@ -322,8 +322,8 @@ PolicyEstimate PolicyState::estimate(Comm& comm, const PolicyKey& key, double fp
   PolicyEstimate e;
   e.plain_seconds = path_time(c, kPlain, fp32_bytes, b);
   pick_algorithm(c, fp32_bytes, b, options.allreduce_algorithm, e, other_algorithm);
-  const bool unconfirmed = c.measured && !c.agreed[b];
-  e.compress = e.compressed_seconds < (unconfirmed ? kUnconfirmedGain : 1.0) * e.plain_seconds;
+  const double gain = !c.measured ? 1.0 : c.agreed[b] ? kConfirmedGain : kUnconfirmedGain;
+  e.compress = e.compressed_seconds < gain * e.plain_seconds;
   return e;
 }
 

@@ -69,6 +69,14 @@ class PolicyState {
     bool measured = false;
   };
   static constexpr double kUnconfirmedGain = 0.85;  // compressed <= 0.85 x plain
+  // ... and one that agreements have covered, for a predicted gain of kConfirmedGain. The
+  // corrections keep each path's fastest call, and where the two are close the fastest calls do
+  // not rank the usual ones: on 4 local ranks sharing 2 cores a 4 KiB compressed allreduce took
+  // 16 us in some calls and 22-26 in the others, the plain one 17 in nearly all, and `auto`
+  // compressed 4 KiB, 1 MiB or 2 MiB at 0.83-0.92 of fp32's speed in 4 of 6 runs (8 of 138 rows
+  // below 0.95); with this margin 1 row of 138, declined (`octet bench allreduce -b 8 -e 32M -f 2`,
+  // docs/performance.md). A gain below 10% forgone is a call as fast as fp32's.
+  static constexpr double kConfirmedGain = 0.9;
 
   // A call's estimate and where to record its time.
   struct Decision {

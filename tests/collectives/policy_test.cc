@@ -182,8 +182,8 @@ TEST(Policy, DecisionFollowsTheAgreedCurves) {
 }
 
 // Curves measured at start-up compress a size no agreement has covered only for a predicted gain
-// of 15% or more (kUnconfirmedGain); once observed times are agreed for its bucket, or where the
-// curves were seeded, any gain does.
+// of 15% or more (kUnconfirmedGain), and one that agreements have covered for 10% or more
+// (kConfirmedGain); where the curves were seeded, any gain does.
 TEST(Policy, AStartUpMeasurementCompressesOnlyForAClearGainUntilConfirmed) {
   using detail::PolicyState;
   const double bytes = 4096;
@@ -199,13 +199,16 @@ TEST(Policy, AStartUpMeasurementCompressesOnlyForAClearGainUntilConfirmed) {
   PolicyState state;
   std::vector<int> decided;
   int type = 0;
-  for (auto [compressed, measured, agreed] :
-       {std::tuple{0.9, true, false}, {0.8, true, false}, {0.9, true, true}, {0.9, false, false}}) {
+  for (auto [compressed, measured, agreed] : {std::tuple{0.9, true, false},
+                                              {0.8, true, false},
+                                              {0.92, true, true},
+                                              {0.88, true, true},
+                                              {0.95, false, false}}) {
     const detail::PolicyKey key(Collective::kAllreduce, type++, false, 2048);
     state.seed(key, curves(compressed, measured, agreed));
     decided.push_back(state.estimate(comm, key, bytes, CollectiveOptions{}).compress);
   }
-  EXPECT_EQ(decided, (std::vector<int>{0, 1, 1, 1}));
+  EXPECT_EQ(decided, (std::vector<int>{0, 1, 0, 1, 1}));
 }
 
 // A measured curve grows where the calls go: a call more than twice its largest size measures
