@@ -512,7 +512,7 @@ Route::Route(Comm& comm, const NativeCall& call, const CollectiveOptions& option
   compressed_ = decision_.estimate.compress;
   if (compressed_) return;
   NativeCollectives* n = comm.transport().native_collectives();
-  native_ = n && call.count <= n->max_count();
+  if (n && call.count <= n->max_count()) native_ = n;
   if (native_ && !decision_.curves) validate_options(options.codec);  // the same errors always
   // MPI would crash on it; the other ranks meet MPI's semantics for a rank that did not call.
   if (native_ && call.count > 0 && !call.out)
@@ -560,11 +560,11 @@ void call_native(NativeCollectives& n, const NativeCall& call, int ranks, bool a
 }  // namespace
 
 void Route::run_native() const {
-  call_native(*comm_.transport().native_collectives(), call_, comm_.size(), options_.average);
+  call_native(*native_, call_, comm_.size(), options_.average);
 }
 
 std::shared_ptr<Operation> Route::start_native() const {
-  NativeCollectives& n = *comm_.transport().native_collectives();
+  NativeCollectives& n = *native_;
   TransportRequestPtr r;
   switch (call_.op) {
     case Collective::kAllreduce:
@@ -593,7 +593,7 @@ void Route::observe(double seconds) const {
 
 void Route::settle() const {
   if (!decision_.curves) return;  // decide() did not take this call
-  core(comm_).policy().settle(native_ ? comm_.transport().native_collectives() : nullptr);
+  core(comm_).policy().settle(native_);
 }
 
 Request start_routed(Comm& comm, const NativeCall& call, const CollectiveOptions& options,

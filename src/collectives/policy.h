@@ -192,7 +192,7 @@ double policy_bytes(const NativeCall& call, int ranks);
 class Route {
  public:
   Route(Comm& comm, const NativeCall& call, const CollectiveOptions& options);
-  bool native() const { return native_; }
+  bool native() const { return native_ != nullptr; }
   bool compressed() const { return compressed_; }
   bool timed() const { return decision_.curves && PolicyState::wants_time(decision_, compressed_); }
   // The options Octet's own path runs with (a copy only where they change).
@@ -207,7 +207,8 @@ class Route {
   NativeCall call_;
   const CollectiveOptions& options_;  // the caller's: a Route lives for one call only
   PolicyState::Decision decision_;
-  bool compressed_ = false, native_ = false;
+  bool compressed_ = false;
+  NativeCollectives* native_ = nullptr;  // the transport's collective where the call takes it
 };
 
 // A non-owning reference to the caller's factory of the compressed operation: no copy and no
