@@ -8,6 +8,7 @@
 #include "codec/block_kernels.h"
 #include "codec/bucket_keys.h"
 #include "codec/segments.h"
+#include "codec/value_plan.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "codec/simd.cc"
@@ -1074,40 +1075,83 @@ HWY_INLINE __m256i LookUp8(const uint32_t* bits, const uint8_t* codes) {
                    bits[(c >> 48) & 0xff], bits[c >> 56]);
 }
 
-// 16 elements a step, two 32-byte stores, ordinary or (kStream, out 32-byte aligned)
-// non-temporal. Returns the elements done.
-template <bool kStream>
-HWY_INLINE size_t LookUp16(const uint32_t* bits, const uint8_t* codes, size_t n, float* out) {
+// Where decoded vectors go: out overwritten (ordinary or, out 32-byte aligned, non-temporal
+// stores), or out + value (the scalar loop's add, in its operand order).
+struct StoreSink {
+  HWY_INLINE void operator()(float* to, __m256 v) const { _mm256_storeu_ps(to, v); }
+};
+struct StreamSink {
+  HWY_INLINE void operator()(float* to, __m256 v) const { _mm256_stream_ps(to, v); }
+};
+struct AddSink {
+  HWY_INLINE void operator()(float* to, __m256 v) const {
+    _mm256_storeu_ps(to, _mm256_add_ps(_mm256_loadu_ps(to), v));
+  }
+};
+
+// value_plan.h's arithmetic for 8 codes, with the block's scale: fma(y, +-scale by the sign bit,
+// +0), and the scale itself for the spare code (+1). Only for plan_scale_ok scales, where that
+// fused step rounds as the reference's value * scale + decode_zero(scale) does. Meant to live in
+// registers (a local of the loop): its constants are what the loop must not load, next to the
+// table loads that already fill the load ports.
+class AffineDecoder {
+ public:
+  AffineDecoder(const ValuePlan& p, float scale)
+      : offset_(_mm256_loadu_ps(p.offset)),
+        hi_(_mm256_loadu_ps(p.hi)),
+        lo_(_mm256_loadu_ps(p.lo)),
+        factor_(_mm256_set1_ps(p.factor)),
+        scale_(_mm256_set1_ps(scale)),
+        negated_scale_(_mm256_set1_ps(-scale)),
+        level_mask_(_mm256_set1_epi32(0x7f)),
+        spare_(_mm256_set1_epi32(0x80)) {}
+
+  HWY_INLINE __m256 Decode8(const uint8_t* codes) const {
+    const __m256i c =
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes)));
+    const __m256i level = _mm256_and_si256(c, level_mask_);
+    const __m256i all_ones = _mm256_cmpeq_epi32(c, c);
+    const __m256i odd = _mm256_sub_epi32(_mm256_add_epi32(level, level), all_ones);  // 2 L + 1
+    const __m256i slot = _mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(odd)), 23);
+    const __m256 k = _mm256_fmadd_ps(_mm256_cvtepi32_ps(level), factor_,
+                                     _mm256_permutevar8x32_ps(offset_, slot));
+    const __m256 y = _mm256_fmadd_ps(k, _mm256_permutevar8x32_ps(hi_, slot),
+                                     _mm256_mul_ps(k, _mm256_permutevar8x32_ps(lo_, slot)));
+    const __m256 negative = _mm256_castsi256_ps(_mm256_slli_epi32(c, 24));  // sign bit -> bit 31
+    const __m256 v =
+        _mm256_fmadd_ps(y, _mm256_blendv_ps(scale_, negated_scale_, negative), _mm256_setzero_ps());
+    return _mm256_blendv_ps(v, scale_, _mm256_castsi256_ps(_mm256_cmpeq_epi32(c, spare_)));
+  }
+
+ private:
+  __m256 offset_, hi_, lo_, factor_, scale_, negated_scale_;
+  __m256i level_mask_, spare_;
+};
+
+// Whole vectors of 8 into sink; with a plan (for this scale), 3 at a time: two by table loads and
+// one by arithmetic, which run on different units (loads and shuffles; multiply-adds), so that
+// together they decode about 1.35x as fast as either alone. Returns the elements done.
+template <class Sink>
+HWY_INLINE size_t DecodeInto(Sink sink, const uint32_t* bits, const ValuePlan* plan, float scale,
+                             const uint8_t* codes, size_t n, float* out) {
   size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256i v[2] = {LookUp8(bits, codes + i), LookUp8(bits, codes + i + 8)};
-    for (int k = 0; k < 2; ++k) {
-      __m256i* to = reinterpret_cast<__m256i*>(out + i + 8 * k);
-      if (kStream)
-        _mm256_stream_si256(to, v[k]);
-      else
-        _mm256_storeu_si256(to, v[k]);
+  if (plan != nullptr) {
+    const AffineDecoder affine(*plan, scale);
+    for (; i + 24 <= n; i += 24) {
+      sink(out + i, _mm256_castsi256_ps(LookUp8(bits, codes + i)));
+      sink(out + i + 8, _mm256_castsi256_ps(LookUp8(bits, codes + i + 8)));
+      sink(out + i + 16, affine.Decode8(codes + i + 16));
     }
   }
+  for (; i + 8 <= n; i += 8) sink(out + i, _mm256_castsi256_ps(LookUp8(bits, codes + i)));
   return i;
 }
 
-// Whole vectors of 8: overwritten 16 at a time (LookUp16), or (accumulate) out + value, the scalar
-// loop's add, lane by lane. Returns the elements done.
-size_t DecodeVectors(const uint32_t* bits, const uint8_t* codes, size_t n, float* out,
-                     bool accumulate) {
-  size_t i = 0;
-  if (accumulate) {
-    for (; i + 8 <= n; i += 8) {
-      const __m256 v = _mm256_castsi256_ps(LookUp8(bits, codes + i));
-      _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_loadu_ps(out + i), v));
-    }
-    return i;
-  }
-  i = LookUp16<false>(bits, codes, n, out);
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), LookUp8(bits, codes + i));
-  return i;
+// plan: used by this block (its scale allowing), or null.
+size_t DecodeVectors(const uint32_t* bits, const ValuePlan* plan, float scale, const uint8_t* codes,
+                     size_t n, float* out, bool accumulate) {
+  return accumulate ? DecodeInto(AddSink{}, bits, plan, scale, codes, n, out)
+                    : DecodeInto(StoreSink{}, bits, plan, scale, codes, n, out);
 }
 
 // 4-bit codes (0..15): the block's 16 decoded values held in two registers, 8 lanes a step by two
@@ -1142,8 +1186,8 @@ size_t DecodeVectors16(const uint32_t*, const uint8_t*, size_t, float*, bool) {
 }
 
 // Pairs of table entries, one 8-byte store each (overwrite only). Returns the elements done.
-size_t DecodeVectors(const uint32_t* bits, const uint8_t* codes, size_t n, float* out,
-                     bool accumulate) {
+size_t DecodeVectors(const uint32_t* bits, const ValuePlan*, float, const uint8_t* codes, size_t n,
+                     float* out, bool accumulate) {
   if (accumulate) return 0;
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -1158,14 +1202,36 @@ size_t DecodeVectors(const uint32_t* bits, const uint8_t* codes, size_t n, float
 }
 #endif
 
-// Decode as a plain table lookup per element: the block's scaled table, then DecodeVectors, then
-// the scalar loop for the rest.
-void DecodeByLoads(const detail::QuantTable& t, const uint8_t* codes, size_t n, float scale,
-                   float* out, bool accumulate) {
+// value_plan's plan for 8-bit codes on the AVX2 target (AVX-512 decodes them in registers,
+// DecodeGroups8), or null.
+const ValuePlan* AffinePlan(const detail::QuantTable& t) {
+#if HWY_TARGET == HWY_AVX2
+  if (t.bits == 8) {
+    const ValuePlan& p = value_plan(t);
+    if (p.usable) return &p;
+  }
+#endif
+  (void)t;
+  return nullptr;
+}
+
+// A block's whole vectors: 4-bit codes by DecodeVectors16; 8-bit ones by DecodeVectors, with
+// plan's arithmetic where there is one and the scale allows it. Returns the elements done.
+size_t DecodeBlockVectors(const detail::QuantTable& t, const ValuePlan* plan, const uint32_t* bits,
+                          float scale, const uint8_t* codes, size_t n, float* out,
+                          bool accumulate) {
+  if (t.bits == 4) return DecodeVectors16(bits, codes, n, out, accumulate);
+  if (!plan_scale_ok(scale)) plan = nullptr;
+  return DecodeVectors(bits, plan, scale, codes, n, out, accumulate);
+}
+
+// Decode as a table lookup per element (and value_plan's arithmetic for some, plan not null): the
+// block's scaled table, then DecodeBlockVectors, then the scalar loop for the rest.
+void DecodeByLoads(const detail::QuantTable& t, const ValuePlan* plan, const uint8_t* codes,
+                   size_t n, float scale, float* out, bool accumulate) {
   alignas(64) uint32_t bits[256];
   ScaledValues(t, scale, bits);
-  size_t i = t.bits == 4 ? DecodeVectors16(bits, codes, n, out, accumulate)
-                         : DecodeVectors(bits, codes, n, out, accumulate);
+  size_t i = DecodeBlockVectors(t, plan, bits, scale, codes, n, out, accumulate);
   for (; i < n; ++i) {
     float v = detail::bits_float(bits[codes[i]]);
     if (accumulate) {
@@ -1189,8 +1255,9 @@ void Decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_
 #if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3
   if (t.bits == 8) return DecodeGroups8(t, codes, n, block, scales, out, accumulate);
 #endif
+  const ValuePlan* plan = AffinePlan(t);
   ForEachBlock(n, block, scales, [&](size_t first, size_t end, float scale) {
-    DecodeByLoads(t, codes + first, end - first, scale, out + first, accumulate);
+    DecodeByLoads(t, plan, codes + first, end - first, scale, out + first, accumulate);
   });
 }
 
@@ -1202,14 +1269,19 @@ void Decode(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_
 void DecodeStreamByLoads(const detail::QuantTable& t, const uint8_t* codes, size_t n,
                          uint32_t block, const uint8_t* scales, float* out) {
   int* words = reinterpret_cast<int*>(out);
+  const ValuePlan* plan = AffinePlan(t);
   ForEachBlock(n, block, scales, [&](size_t first, size_t end, float scale) {
     alignas(64) uint32_t bits[256];
     ScaledValues(t, scale, bits);
     size_t i = first;
     for (; i < end && (reinterpret_cast<uintptr_t>(out + i) & 31) != 0; ++i)
       _mm_stream_si32(words + i, static_cast<int>(bits[codes[i]]));
-    i += t.bits == 4 ? DecodeVectors16<true>(bits, codes + i, end - i, out + i, false)
-                     : LookUp16<true>(bits, codes + i, end - i, out + i);
+    if (t.bits == 4) {
+      i += DecodeVectors16<true>(bits, codes + i, end - i, out + i, false);
+    } else {
+      const ValuePlan* used = plan_scale_ok(scale) ? plan : nullptr;
+      i += DecodeInto(StreamSink{}, bits, used, scale, codes + i, end - i, out + i);
+    }
     for (; i < end; ++i) _mm_stream_si32(words + i, static_cast<int>(bits[codes[i]]));
   });
 }

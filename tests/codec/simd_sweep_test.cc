@@ -15,7 +15,7 @@
 //   round-to-nearest and stochastic rounding (several seeds and first indices, and a
 //   non-trivial normalisation); for stochastic rounding also inputs placed at the decision itself
 //   (lo + u * (hi - lo) +- 4 ulps for each element's own uniform u, in every interval); every code
-//   of every type decoded with edge scales.
+//   of every type decoded with edge scales (and, on AVX2, by the value plan's arithmetic).
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
@@ -31,6 +31,7 @@
 #include "codec/bucket_keys.h"
 #include "codec/segments.h"
 #include "codec/tables.h"
+#include "codec/value_plan.h"
 
 namespace octet {
 namespace {
@@ -137,7 +138,8 @@ std::vector<float> stochastic_boundary_inputs(const detail::QuantTable& t, uint6
 }
 
 // Every code three times in one block of 773 (AVX-512 without VBMI: long enough for the prescaled
-// tables), for scales of both signs, zeros, an underflowing product and non-finite ones.
+// tables), for scales of both signs, zeros, an underflowing product, non-finite ones and those at
+// the edge of the AVX2 decoder's arithmetic (value_plan.h's plan_scale_ok).
 void expect_decode_equal(const detail::QuantTable& t) {
   std::vector<uint8_t> codes;
   for (int rep = 0; rep < 3; ++rep)
@@ -147,7 +149,8 @@ void expect_decode_equal(const detail::QuantTable& t) {
   // Payloads hold finite scales only (validate_payload); the kernels are checked beyond them.
   const float kInf = std::numeric_limits<float>::infinity();
   for (float scale : {1.0f, -1.0f, 0.0f, -0.0f, 3.7e-3f, -2.5e30f, 1e-40f, -3e38f, -kInf,
-                      std::numeric_limits<float>::quiet_NaN()}) {
+                      std::numeric_limits<float>::quiet_NaN(), 0x1p-100f, -0x1p-100f,
+                      0x1.fffffep-101f, -0x1p-126f}) {
     for (bool accumulate : {false, true}) {
       // A NaN decoded from a non-finite scale plus a NaN in out is either NaN, by operand order,
       // which the compiler may swap (it did under ASan): not a rule to check.
@@ -206,6 +209,26 @@ TEST(SimdSweep, DynamicTreeHasAnArithmeticPlan) {
     if (codec::segment_plan(codec::quant_table(type)).usable)
       usable += std::string(data_type_name(type)) + " ";
   std::printf("types with an arithmetic plan: %s\n", usable.c_str());
+}
+
+// The AVX2 decoder's arithmetic (value_plan.h) must be there for the default type, or its third of
+// every vector silently goes back to table loads; where there is a plan, it reproduces every
+// code's value bit for bit (value_plan checks that too: this is the check of that check).
+TEST(SimdSweep, DynamicAndLinearHaveADecodePlan) {
+  for (DataType type : all_data_types()) {
+    const detail::QuantTable& t = codec::quant_table(type);
+    const codec::ValuePlan& p = codec::value_plan(t);
+    const bool expected = type == DataType::kDynamic || type == DataType::kLinear;
+    EXPECT_EQ(p.usable, expected) << data_type_name(type);
+    if (!p.usable) continue;
+    for (uint32_t c = 0; c < 256; ++c)
+      ASSERT_EQ(float_bits(codec::plan_value(p, c)), float_bits(t.value[c]))
+          << data_type_name(type) << " code " << c;
+  }
+  EXPECT_FALSE(codec::value_plan(codec::quant_table(DataType::kMantissa, 5)).usable);
+  EXPECT_TRUE(codec::plan_scale_ok(0x1p-100f) && codec::plan_scale_ok(-3e38f));
+  for (float scale : {0x1.fffffep-101f, 0.0f, -0.0f, 1e-40f, HUGE_VALF, -HUGE_VALF, NAN})
+    EXPECT_FALSE(codec::plan_scale_ok(scale)) << scale;
 }
 
 // The same for stochastic rounding (segments.h's StochasticPlan).
