@@ -1215,23 +1215,16 @@ const ValuePlan* AffinePlan(const detail::QuantTable& t) {
   return nullptr;
 }
 
-// A block's whole vectors: 4-bit codes by DecodeVectors16; 8-bit ones by DecodeVectors, with
-// plan's arithmetic where there is one and the scale allows it. Returns the elements done.
-size_t DecodeBlockVectors(const detail::QuantTable& t, const ValuePlan* plan, const uint32_t* bits,
-                          float scale, const uint8_t* codes, size_t n, float* out,
-                          bool accumulate) {
-  if (t.bits == 4) return DecodeVectors16(bits, codes, n, out, accumulate);
-  if (!plan_scale_ok(scale)) plan = nullptr;
-  return DecodeVectors(bits, plan, scale, codes, n, out, accumulate);
-}
-
-// Decode as a table lookup per element (and value_plan's arithmetic for some, plan not null): the
-// block's scaled table, then DecodeBlockVectors, then the scalar loop for the rest.
+// Decode as a table lookup per element (and value_plan's arithmetic for some 8-bit codes, plan
+// not null and the scale allowing): the block's scaled table, then DecodeVectors16 or
+// DecodeVectors, then the scalar loop for the rest.
 void DecodeByLoads(const detail::QuantTable& t, const ValuePlan* plan, const uint8_t* codes,
                    size_t n, float scale, float* out, bool accumulate) {
   alignas(64) uint32_t bits[256];
   ScaledValues(t, scale, bits);
-  size_t i = DecodeBlockVectors(t, plan, bits, scale, codes, n, out, accumulate);
+  if (!plan_scale_ok(scale)) plan = nullptr;
+  size_t i = t.bits == 4 ? DecodeVectors16(bits, codes, n, out, accumulate)
+                         : DecodeVectors(bits, plan, scale, codes, n, out, accumulate);
   for (; i < n; ++i) {
     float v = detail::bits_float(bits[codes[i]]);
     if (accumulate) {
