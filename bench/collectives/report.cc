@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "octet/codec.h"
+
 extern char** environ;
 
 namespace octet {
@@ -48,12 +50,13 @@ Report::Report(const Config& config, int rank, int ranks, uint32_t block, double
   if (!table_) return;
   const CollectiveOptions& o = config.options;
   std::printf(
-      "# octet bench %s: %d ranks, type %s, block %u%s%s, iters %d (more for rows faster than %g "
-      "s), "
+      "# octet bench %s: %d ranks, type %s, block %u%s%s, codec %s (rank 0's SIMD target), iters "
+      "%d (more for rows faster than %g s), "
       "warmup %d, rounds %d, gap %lld us, chunk %s, window %d, policy %s, min_bytes %zu\n",
       operation_name(config.op).c_str(), ranks, data_type_name(o.codec.type), block,
-      o.codec.stochastic ? ", stochastic" : "", o.average ? ", average" : "", config.iters,
-      config.min_seconds, config.warmup, config.rounds, static_cast<long long>(config.gap_us),
+      o.codec.stochastic ? ", stochastic" : "", o.average ? ", average" : "", simd_target().c_str(),
+      config.iters, config.min_seconds, config.warmup, config.rounds,
+      static_cast<long long>(config.gap_us),
       o.chunk_bytes ? (std::to_string(o.chunk_bytes) + " B").c_str() : "auto", o.window,
       policy_name(o.policy), o.min_bytes);
   std::printf("# baseline: fp32 PMPI call; MPI variables set:");
@@ -143,6 +146,7 @@ void Report::finish() const {
                               {"ranks", ranks_},
                               {"type", data_type_name(o.codec.type)},
                               {"block", block_},
+                              {"simd_target", simd_target()},
                               {"iters", config_.iters},
                               {"min_seconds", config_.min_seconds},
                               {"warmup", config_.warmup},

@@ -1,6 +1,7 @@
 # Runs `octet bench` (cmake -DLAUNCHER=mpirun|-np|3 -DOCTET=octet -DARGS=allreduce|-b|4 -DJSON=out.json
 # [-DEXPECT=regex] -P run_bench.cmake; lists separated by |).
-#  - without EXPECT: the run must succeed and every row of its JSON must have #wrong 0 for Octet
+#  - without EXPECT: the run must succeed, name the codec's SIMD target in its header and JSON, and
+#    every row of its JSON must have #wrong 0 for Octet
 #    and the fp32 baseline, and identical results on every rank,
 #    and no two rows of the same size;
 #    [-DCALLS=n: every row timed n calls per side; -DCALLS_ABOVE=n: more than n]
@@ -31,6 +32,10 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "octet bench failed (exit ${rc})")
 endif()
 file(READ ${JSON} doc)
+string(JSON target GET "${doc}" simd_target)
+if(target STREQUAL "" OR NOT out MATCHES "codec ${target} \\(rank 0's SIMD target\\)")
+  message(FATAL_ERROR "the header and the JSON must name the codec's SIMD target ('${target}')")
+endif()
 string(JSON rows LENGTH "${doc}" rows)
 if(rows EQUAL 0)
   message(FATAL_ERROR "no rows")
