@@ -14,9 +14,8 @@
 #include <cstring>
 #include <string>
 
-#include <hwy/targets.h>
-
 #include "octet/codec.h"
+#include "octet/error.h"
 
 namespace octet_bench {
 
@@ -54,7 +53,7 @@ OCTET_BENCH_AVX512 inline void decode_avx512(const uint8_t* in, float* out, size
 #undef OCTET_BENCH_AVX512
 
 // 2: AVX-512 (F, BW, VL), 1: AVX2, 0: the baseline; the CPU's widest, or narrower where the
-// codec's SIMD target is (select_simd_target_from_env): a codec restricted to AVX2 is compared
+// codec's SIMD target is ($OCTET_SIMD_TARGET): a codec restricted to AVX2 is compared
 // with the bound of a machine whose widest vectors are AVX2's.
 inline int vector_level() {
   static const int level = [] {
@@ -99,24 +98,17 @@ inline void stream_decode(const uint8_t* in, float* out, size_t n) {
 #endif
 }
 
-// Restricts the codec's runtime dispatch to the SIMD target that $OCTET_SIMD_TARGET names (as
-// octet::simd_target() prints it: AVX3_DL, AVX3, AVX2, SSE4 ...), so that one machine also
-// measures the code that CPUs without its widest extensions run. Call before the first codec
-// call. Unset or empty: the best target. Exits with a one-line error if the CPU or the build
-// lacks the target.
-inline void select_simd_target_from_env() {
-  const char* want = std::getenv("OCTET_SIMD_TARGET");
-  if (want == nullptr || *want == '\0') return;
-  const uint64_t supported = static_cast<uint64_t>(hwy::SupportedTargets());
-  for (uint64_t bits = supported; bits != 0; bits &= bits - 1) {
-    const uint64_t bit = bits & (~bits + 1);
-    hwy::SetSupportedTargetsForTest(static_cast<int64_t>(bit));
-    if (octet::simd_target() == want) return;
+// The codec runs the SIMD target that $OCTET_SIMD_TARGET names (as octet::simd_target() prints it:
+// AVX3_DL, AVX3, AVX2, SSE4 ...; the library reads the variable), so that one machine also
+// measures the code that CPUs without its widest extensions run. A name this CPU and build lack
+// ends the benchmark with the library's one-line error before anything is measured.
+inline void check_simd_target_from_env() {
+  try {
+    (void)octet::simd_target();
+  } catch (const octet::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    std::exit(2);
   }
-  hwy::SetSupportedTargetsForTest(0);
-  std::fprintf(stderr, "error: OCTET_SIMD_TARGET=%s: not a SIMD target of this CPU and build\n",
-               want);
-  std::exit(2);
 }
 
 }  // namespace octet_bench

@@ -282,7 +282,7 @@ BENCHMARK(BM_EncodeThreadPerCall)
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  octet_bench::select_simd_target_from_env();
+  octet_bench::check_simd_target_from_env();
   benchmark::AddCustomContext("simd_target", octet::simd_target());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

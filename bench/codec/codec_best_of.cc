@@ -64,7 +64,7 @@ double best_rate(size_t n, int reps, Fn fn) {
 int main(int argc, char** argv) {
   const size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 262144;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 300;
-  octet_bench::select_simd_target_from_env();
+  octet_bench::check_simd_target_from_env();
   std::mt19937_64 rng(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> x(n), ax(n), y(n);

@@ -2,13 +2,16 @@
 // Highway's runtime dispatch (one binary picks AVX-512, AVX2 or SSE4 at run time). Elements past
 // the last full vector go through the scalar functions of quant_math.h.
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 #include "codec/block_kernels.h"
 #include "codec/bucket_keys.h"
 #include "codec/segments.h"
 #include "codec/value_plan.h"
+#include "octet/error.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "codec/simd.cc"
@@ -1329,40 +1332,96 @@ HWY_EXPORT(Fence);
 HWY_EXPORT(TargetName);
 
 namespace {
+
+// $OCTET_SIMD_TARGET, read once: the one target the codec runs (as simd_target() names it), so
+// that one machine also runs what CPUs without its widest extensions run. Empty or unset: Highway's
+// choice. A name this CPU and build lack is an error at every codec call (simd_kernels()).
+struct TargetChoice {
+  size_t index = 0;   // in the dispatch tables; 0: Highway's choice
+  std::string error;  // not empty: the variable names no target here
+};
+
+// The name of the target whose table entries a dispatch restricted to `bit` runs (Highway falls
+// back to its scalar entry for a target the CPU has but this file was not compiled for).
+size_t entry_index(int64_t bit) {
+  hwy::ChosenTarget chosen;
+  chosen.Update(bit);
+  return chosen.GetIndex();
+}
+
+TargetChoice choose_target() {
+  TargetChoice c;
+  const char* want = std::getenv("OCTET_SIMD_TARGET");
+  if (want == nullptr || *want == '\0') return c;
+  std::string have;
+  const uint64_t supported = static_cast<uint64_t>(hwy::SupportedTargets());
+  for (uint64_t bits = supported; bits != 0; bits &= bits - 1) {
+    const int64_t bit = static_cast<int64_t>(bits & (~bits + 1));
+    const size_t index = entry_index(bit);
+    const std::string name = (*HWY_DISPATCH_TABLE(TargetName)[index])();
+    if (name != hwy::TargetName(bit)) continue;  // not compiled here
+    if (name == want) {
+      c.index = index;
+      return c;
+    }
+    have += (have.empty() ? "" : " ") + name;
+  }
+  c.error = std::string("OCTET_SIMD_TARGET=") + want +
+            ": not a SIMD target of this CPU and build (it has " + have + ")";
+  return c;
+}
+
+const TargetChoice& target_choice() {
+  static const TargetChoice c = choose_target();
+  return c;
+}
+
+// FUNC's entry for the chosen target: Highway's dynamic dispatch (which tests narrow with
+// hwy::SetSupportedTargetsForTest), or the entry of the target $OCTET_SIMD_TARGET names.
+#define OCTET_DISPATCH(FUNC)                               \
+  (target_choice().index == 0 ? HWY_DYNAMIC_DISPATCH(FUNC) \
+                              : *HWY_DISPATCH_TABLE(FUNC)[target_choice().index])
+
 BlockStats DispatchStats(const float* x, size_t n) {
-  return HWY_DYNAMIC_DISPATCH(Stats)(x, n);
+  return OCTET_DISPATCH(Stats)(x, n);
 }
 void DispatchEncode(const detail::QuantTable& t, const float* x, size_t n,
                     const detail::BlockScale& s, uint8_t* codes) {
-  HWY_DYNAMIC_DISPATCH(EncodeNearest)(t, x, n, s, codes);
+  OCTET_DISPATCH(EncodeNearest)(t, x, n, s, codes);
 }
 void DispatchStochastic(const detail::QuantTable& t, const float* x, size_t n,
                         const detail::BlockScale& s, uint64_t seed, uint64_t first_index,
                         uint8_t* codes) {
-  HWY_DYNAMIC_DISPATCH(EncodeStochastic)(t, x, n, s, seed, first_index, codes);
+  OCTET_DISPATCH(EncodeStochastic)(t, x, n, s, seed, first_index, codes);
 }
 void DispatchDecode(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
                     const uint8_t* scales, float* out, bool accumulate) {
-  HWY_DYNAMIC_DISPATCH(Decode)(t, codes, n, block, scales, out, accumulate);
+  OCTET_DISPATCH(Decode)(t, codes, n, block, scales, out, accumulate);
 }
 void DispatchDecodeStream(const detail::QuantTable& t, const uint8_t* codes, size_t n,
                           uint32_t block, const uint8_t* scales, float* out) {
-  HWY_DYNAMIC_DISPATCH(DecodeStream)(t, codes, n, block, scales, out);
+  OCTET_DISPATCH(DecodeStream)(t, codes, n, block, scales, out);
 }
 void DispatchFence() {
-  HWY_DYNAMIC_DISPATCH(Fence)();
+  OCTET_DISPATCH(Fence)();
 }
 }  // namespace
 
 const BlockKernels& simd_kernels() {
   static const BlockKernels k{DispatchStats,  DispatchEncode,       DispatchStochastic,
                               DispatchDecode, DispatchDecodeStream, DispatchFence};
+  if (!target_choice().error.empty())
+    throw Error(ErrorCode::kInvalidArgument, target_choice().error);
   return k;
 }
 
 const char* simd_target_name() {
-  return HWY_DYNAMIC_DISPATCH(TargetName)();
+  if (!target_choice().error.empty())
+    throw Error(ErrorCode::kInvalidArgument, target_choice().error);
+  return OCTET_DISPATCH(TargetName)();
 }
+
+#undef OCTET_DISPATCH
 
 }  // namespace codec
 }  // namespace octet
