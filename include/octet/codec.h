@@ -98,7 +98,12 @@ OCTET_API double bound_fraction(DataType type, int mantissa_exponent_offset = 0)
 // 16 for kDynamic4. Used by tests, docs and the CUDA kernels.
 OCTET_API std::vector<float> code_values(DataType type, int mantissa_exponent_offset = 0);
 
-// Which SIMD target the runtime dispatch picked ("AVX3", "AVX2", "EMU128" ...).
+// Which SIMD target the codec runs ("AVX3_DL", "AVX3", "AVX2", "SSE4", "SCALAR" ...): the runtime
+// dispatch's pick, or the one $OCTET_SIMD_TARGET names (read once, at the first codec call). Throws
+// where that variable names none of simd_targets().
 OCTET_API std::string simd_target();
+
+// The SIMD targets this CPU and build can run, best first: what $OCTET_SIMD_TARGET accepts.
+OCTET_API std::vector<std::string> simd_targets();
 
 }  // namespace octet

@@ -65,6 +65,11 @@ OCTET_API octet_status octet_parse_size(const char* text, uint64_t* bytes);
  * "dynamic4", in any letter case. */
 OCTET_API octet_status octet_data_type_from_name(const char* name, octet_data_type* type);
 OCTET_API const char* octet_data_type_to_name(octet_data_type type); /* "unknown" if invalid */
+/* The SIMD targets this CPU and build can run, best first, separated by spaces ("AVX3_DL AVX3 AVX2
+ * SSE4 SSSE3 SCALAR"): the names OCTET_SIMD_TARGET accepts. Writes at most capacity bytes, NUL
+ * included (out may be NULL when capacity is 0); returns the length of the whole list without
+ * the NUL, so a larger buffer can be retried. */
+OCTET_API size_t octet_simd_targets(char* out, size_t capacity);
 /* Checks the codec part of options (type, block size); *block (may be NULL) gets the effective
  * block size. */
 OCTET_API octet_status octet_options_validate(const octet_options* options, uint32_t* block);

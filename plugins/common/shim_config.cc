@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string>
 
+#include "octet/octet_c.h"
+
 namespace {
 
 const char* const kOpNames[OCTET_SHIM_OP_COUNT] = {"allreduce", "iallreduce",
@@ -128,6 +130,22 @@ void parse_path(octet_shim_config* c, const char* (*lookup)(const char*), const 
     std::snprintf(out, sizeof out, "%s", v);
 }
 
+// OCTET_SIMD_TARGET is the codec's own variable (octet::simd_target()); the shims check it here
+// too, so that a name the codec would refuse at every call passes every call through instead,
+// reported once like any other bad value.
+void check_simd_target(octet_shim_config* c, const char* (*lookup)(const char*)) {
+  const char* v = lookup("OCTET_SIMD_TARGET");
+  if (v == nullptr || *v == '\0') return;
+  char names[256];
+  octet_simd_targets(names, sizeof names);
+  for (const char* name = names; *name != '\0';) {
+    const size_t length = std::strcspn(name, " ");
+    if (std::strlen(v) == length && std::strncmp(name, v, length) == 0) return;
+    name += length + (name[length] == ' ' ? 1 : 0);
+  }
+  fail(c, "OCTET_SIMD_TARGET", v, (std::string("one of this CPU and build's: ") + names).c_str());
+}
+
 const char* env_lookup(const char* name) {
   return std::getenv(name);
 }
@@ -161,6 +179,7 @@ void octet_shim_config_parse(octet_shim_config* c, const char* (*lookup)(const c
     fail(c, "OCTET_POLICY", v, "auto, always or never");
   parse_path(c, lookup, "OCTET_REPORT", c->report);
   parse_path(c, lookup, "OCTET_CALIBRATION", c->calibration);
+  check_simd_target(c, lookup);
 }
 
 void octet_shim_config_from_env(octet_shim_config* config) {

@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "codec/payload.h"
 #include "octet/detail/quant_math.h"
@@ -47,8 +49,10 @@ inline float block_scale(const uint8_t* scales, size_t b) {
 }
 
 const BlockKernels& scalar_kernels();
+// Throw (once per call) where $OCTET_SIMD_TARGET names no target of this CPU and build.
 const BlockKernels& simd_kernels();
 const char* simd_target_name();
+std::vector<std::string> simd_target_names();  // runnable here, best first
 
 }  // namespace codec
 }  // namespace octet

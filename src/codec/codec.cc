@@ -313,6 +313,10 @@ std::string simd_target() {
   return codec::simd_target_name();
 }
 
+std::vector<std::string> simd_targets() {
+  return codec::simd_target_names();
+}
+
 namespace codec {
 
 bool set_force_scalar(bool force) {

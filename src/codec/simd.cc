@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "codec/block_kernels.h"
 #include "codec/bucket_keys.h"
@@ -1350,22 +1351,35 @@ size_t entry_index(int64_t bit) {
   return chosen.GetIndex();
 }
 
-TargetChoice choose_target() {
-  TargetChoice c;
-  const char* want = std::getenv("OCTET_SIMD_TARGET");
-  if (want == nullptr || *want == '\0') return c;
-  std::string have;
+struct Target {
+  std::string name;
+  size_t index;
+};
+
+// The targets this CPU has and this file was compiled for, best first.
+std::vector<Target> runnable_targets() {
+  std::vector<Target> targets;
   const uint64_t supported = static_cast<uint64_t>(hwy::SupportedTargets());
   for (uint64_t bits = supported; bits != 0; bits &= bits - 1) {
     const int64_t bit = static_cast<int64_t>(bits & (~bits + 1));
     const size_t index = entry_index(bit);
     const std::string name = (*HWY_DISPATCH_TABLE(TargetName)[index])();
-    if (name != hwy::TargetName(bit)) continue;  // not compiled here
-    if (name == want) {
-      c.index = index;
+    if (name == hwy::TargetName(bit)) targets.push_back({name, index});
+  }
+  return targets;
+}
+
+TargetChoice choose_target() {
+  TargetChoice c;
+  const char* want = std::getenv("OCTET_SIMD_TARGET");
+  if (want == nullptr || *want == '\0') return c;
+  std::string have;
+  for (const Target& t : runnable_targets()) {
+    if (t.name == want) {
+      c.index = t.index;
       return c;
     }
-    have += (have.empty() ? "" : " ") + name;
+    have += (have.empty() ? "" : " ") + t.name;
   }
   c.error = std::string("OCTET_SIMD_TARGET=") + want +
             ": not a SIMD target of this CPU and build (it has " + have + ")";
@@ -1414,6 +1428,12 @@ const BlockKernels& simd_kernels() {
   if (!target_choice().error.empty())
     throw Error(ErrorCode::kInvalidArgument, target_choice().error);
   return k;
+}
+
+std::vector<std::string> simd_target_names() {
+  std::vector<std::string> names;
+  for (const Target& t : runnable_targets()) names.push_back(t.name);
+  return names;
 }
 
 const char* simd_target_name() {

@@ -1,10 +1,12 @@
 // The C API (octet/octet_c.h): thin wrappers that never let an exception escape.
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <new>
 #include <string>
 
 #include "collectives/c_comm.h"
+#include "octet/codec.h"
 #include "octet/units.h"
 
 namespace octet {
@@ -132,6 +134,17 @@ octet_status octet_data_type_from_name(const char* name, octet_data_type* type) 
 
 const char* octet_data_type_to_name(octet_data_type type) {
   return octet::data_type_name(static_cast<octet::DataType>(type));
+}
+
+size_t octet_simd_targets(char* out, size_t capacity) {
+  std::string list;
+  try {
+    for (const std::string& name : octet::simd_targets()) list += (list.empty() ? "" : " ") + name;
+  } catch (...) {  // out of memory: an empty list
+    list.clear();
+  }
+  if (out != nullptr && capacity > 0) std::snprintf(out, capacity, "%s", list.c_str());
+  return list.size();
 }
 
 octet_status octet_options_validate(const octet_options* options, uint32_t* block) {

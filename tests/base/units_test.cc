@@ -74,6 +74,25 @@ TEST(CApiRules, TypeNamesBlockRuleAndSizes) {
   EXPECT_STREQ(octet_status_string(OCTET_ERR_MISMATCH), "mismatch across ranks");
 }
 
+// The SIMD targets as the C API lists them: the C++ list joined by spaces, the running target in
+// it, Highway's fallback last; the length of the whole list whatever the buffer, and a truncated
+// copy that is still terminated.
+TEST(CApiRules, SimdTargetsListWhatTheCodecCanRun) {
+  std::string joined;
+  for (const std::string& name : octet::simd_targets())
+    joined += (joined.empty() ? "" : " ") + name;
+  ASSERT_EQ(octet_simd_targets(nullptr, 0), joined.size());
+  std::vector<char> full(joined.size() + 1, 'x');
+  EXPECT_EQ(octet_simd_targets(full.data(), full.size()), joined.size());
+  EXPECT_EQ(std::string(full.data()), joined);
+  EXPECT_NE((" " + joined + " ").find(" " + octet::simd_target() + " "), std::string::npos);
+  const std::string last = joined.substr(joined.find_last_of(' ') + 1);
+  EXPECT_TRUE(last == "SCALAR" || last == "EMU128") << joined;  // Highway's fallback
+  char small[4] = {'x', 'x', 'x', 'x'};
+  EXPECT_EQ(octet_simd_targets(small, sizeof small), joined.size());
+  EXPECT_EQ(std::string(small), joined.substr(0, 3));
+}
+
 // The codec through the C API (what the PMPI shim's point-to-point uses): the same bytes as the
 // C++ API, exact size checks, a bad payload rejected without touching the output.
 TEST(CApi, EncodeDecodeRoundTripAndErrors) {

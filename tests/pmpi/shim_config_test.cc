@@ -51,7 +51,8 @@ TEST(ShimConfig, ReadsEveryVariable) {
                                      {"OCTET_PROGRESS", " Eager"},
                                      {"OCTET_POLICY", "Never "},
                                      {"OCTET_REPORT", "/tmp/r.json"},
-                                     {"OCTET_CALIBRATION", "/tmp/curves.txt"}});
+                                     {"OCTET_CALIBRATION", "/tmp/curves.txt"},
+                                     {"OCTET_SIMD_TARGET", "SCALAR"}});
   ASSERT_TRUE(c.valid) << c.error;
   EXPECT_EQ(c.type, OCTET_TYPE_LINEAR);
   EXPECT_EQ(c.block, 4096u);
@@ -93,7 +94,11 @@ TEST(ShimConfig, BadValuesAreNamedAndInvalidateEverything) {
                                                     {{"OCTET_STOCHASTIC", "maybe"}},
                                                     {{"OCTET_ERROR_FEEDBACK", "10"}},
                                                     {{"OCTET_PROGRESS", "lazy"}},
-                                                    {{"OCTET_POLICY", "sometimes"}}};
+                                                    {{"OCTET_POLICY", "sometimes"}},
+                                                    {{"OCTET_SIMD_TARGET", "AVX9"}},
+                                                    {{"OCTET_SIMD_TARGET", "avx2"}},
+                                                    {{"OCTET_SIMD_TARGET", "SCALAR SCALAR"}},
+                                                    {{"OCTET_SIMD_TARGET", "SCAL"}}};
   for (const auto& env : bad) {
     const octet_shim_config c = parse(env);
     const std::string name = env.begin()->first;
