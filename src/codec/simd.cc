@@ -1132,15 +1132,15 @@ class AffineDecoder {
   __m256i level_mask_, spare_;
 };
 
-// Whole vectors of 8 into sink; with a plan (for this scale), 3 at a time: two by table loads and
-// one by arithmetic, which run on different units (loads and shuffles; multiply-adds), so that
-// together they decode about 1.3x as fast as loads alone (docs/performance.md, "AVX2 decode").
-// Returns the elements done.
+// Whole vectors of 8 into sink; with a plan and a scale it allows (plan_scale_ok), 3 at a time:
+// two by table loads and one by arithmetic, which run on different units (loads and shuffles;
+// multiply-adds), so that together they decode about 1.3x as fast as loads alone
+// (docs/performance.md, "AVX2 decode"). Returns the elements done.
 template <class Sink>
 HWY_INLINE size_t DecodeInto(Sink sink, const uint32_t* bits, const ValuePlan* plan, float scale,
                              const uint8_t* codes, size_t n, float* out) {
   size_t i = 0;
-  if (plan != nullptr) {
+  if (plan != nullptr && plan_scale_ok(scale)) {
     const AffineDecoder affine(*plan, scale);
     for (; i + 24 <= n; i += 24) {
       sink(out + i, _mm256_castsi256_ps(LookUp8(bits, codes + i)));
@@ -1152,7 +1152,7 @@ HWY_INLINE size_t DecodeInto(Sink sink, const uint32_t* bits, const ValuePlan* p
   return i;
 }
 
-// plan: used by this block (its scale allowing), or null.
+// plan: value_plan's for this table, or null.
 size_t DecodeVectors(const uint32_t* bits, const ValuePlan* plan, float scale, const uint8_t* codes,
                      size_t n, float* out, bool accumulate) {
   return accumulate ? DecodeInto(AddSink{}, bits, plan, scale, codes, n, out)
@@ -1221,13 +1221,12 @@ const ValuePlan* AffinePlan(const detail::QuantTable& t) {
 }
 
 // Decode as a table lookup per element (and value_plan's arithmetic for some 8-bit codes, plan
-// not null and the scale allowing): the block's scaled table, then DecodeVectors16 or
-// DecodeVectors, then the scalar loop for the rest.
+// not null): the block's scaled table, then DecodeVectors16 or DecodeVectors, then the scalar
+// loop for the rest.
 void DecodeByLoads(const detail::QuantTable& t, const ValuePlan* plan, const uint8_t* codes,
                    size_t n, float scale, float* out, bool accumulate) {
   alignas(64) uint32_t bits[256];
   ScaledValues(t, scale, bits);
-  if (!plan_scale_ok(scale)) plan = nullptr;
   size_t i = t.bits == 4 ? DecodeVectors16(bits, codes, n, out, accumulate)
                          : DecodeVectors(bits, plan, scale, codes, n, out, accumulate);
   for (; i < n; ++i) {
@@ -1277,8 +1276,7 @@ void DecodeStreamByLoads(const detail::QuantTable& t, const uint8_t* codes, size
     if (t.bits == 4) {
       i += DecodeVectors16<true>(bits, codes + i, end - i, out + i, false);
     } else {
-      const ValuePlan* used = plan_scale_ok(scale) ? plan : nullptr;
-      i += DecodeInto(StreamSink{}, bits, used, scale, codes + i, end - i, out + i);
+      i += DecodeInto(StreamSink{}, bits, plan, scale, codes + i, end - i, out + i);
     }
     for (; i < end; ++i) _mm_stream_si32(words + i, static_cast<int>(bits[codes[i]]));
   });

@@ -9,16 +9,15 @@
 
 namespace octet {
 namespace codec {
-namespace {
-
-using detail::QuantTable;
-
-// 10^-k as the nearest double, computed the same way on every IEEE machine.
 double pow10_neg(int k) {
   double p = 1.0;
   for (int i = 0; i < k; ++i) p *= 10.0;
   return 1.0 / p;
 }
+
+namespace {
+
+using detail::QuantTable;
 
 // The dynamic exponent map of bitsandbytes' create_dynamic_map: for exponent rung i (0 = the
 // smallest), 2^(i + extra) linear fractions, the means of linspace(0.1, 1, n + 1), times

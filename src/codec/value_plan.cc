@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "codec/plan_cache.h"
+#include "codec/tables.h"
 
 namespace octet {
 namespace codec {
@@ -27,11 +28,10 @@ void split(double c, int s, ValuePlan& p) {
 ValuePlan dynamic_tree() {
   ValuePlan p{};
   p.factor = 18.0f;
-  double decade = 1e-6;
-  for (int i = 0; i < 7; ++i, decade *= 10.0) {
+  for (int i = 0; i < 7; ++i) {
     const int n = 1 << i;
     p.offset[i] = static_cast<float>(9 - 16 * n);
-    split(decade / (20.0 * n), i, p);
+    split(pow10_neg(6 - i) / (20.0 * n), i, p);
   }
   return p;
 }
