@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# CTest bench.goals_codec: runs goals.sh's codec part once (-k 1) and checks its table, so that a
+# change of octet_codec_best_of's output cannot turn goals.sh's verdicts into nonsense: every
+# SIMD target the CPU runs has its 6 rows, each with a spread of numbers, and each row's "met"
+# says whether its median reaches the limit in the goal's text. Exits 77 (skipped) without jq.
+#
+#   goals_test.sh BUILD_DIR OUT_DIR
+set -euo pipefail
+command -v jq >/dev/null || { echo "jq not installed: skipped"; exit 77; }
+here=$(cd "$(dirname "$0")" && pwd)
+"$here/goals.sh" -B "$1" -o "$2" -k 1 codec >/dev/null
+table=$2/goals.md
+cat "$table"
+awk -F' [|] ' '
+  /^\| (exact|stochastic|decode)/ {
+    rows[$0] = 1
+    n = split($1, w, " ")
+    target = ""
+    for (i = 1; i <= n; ++i) if (w[i] ~ /^(AVX3_DL|AVX3|AVX2),$/) target = substr(w[i], 1, length(w[i]) - 1)
+    ++per_target[target]
+    if (!match($2, /\(median [0-9.]+/)) { print "no median: " $0; bad = 1; next }
+    median = substr($2, RSTART + 8, RLENGTH - 8) + 0
+    if (match($1, />= 85%/)) limit = 0.85
+    else if (match($1, />= [0-9.]+ G\/s/)) limit = substr($1, RSTART + 3, RLENGTH - 7) + 0
+    else { print "no limit: " $0; bad = 1; next }
+    want = (median >= limit) ? "yes" : "no"
+    if ($3 != want) { print "met is " $3 ", median " median " against " limit ": " $0; bad = 1 }
+    if ($1 ~ /^\| decode/ && (median <= 0 || median > 3)) { print "not a fraction: " $0; bad = 1 }
+    if ($1 !~ /^\| decode/ && median > 100) { print "not a rate: " $0; bad = 1 }
+  }
+  /not run: not a target/ { ++skipped }
+  END {
+    for (t in per_target) if (per_target[t] != 6) { print t ": " per_target[t] " rows, want 6"; bad = 1 }
+    if (length(per_target) + skipped != 3) { print "targets: " length(per_target) " run, " skipped " skipped"; bad = 1 }
+    if (length(per_target) == 0) { print "no target ran"; bad = 1 }
+    exit bad
+  }' "$table"
+echo "goals table consistent"
