@@ -96,8 +96,8 @@ Request iallgather(Comm& comm, const float* in, float* out, size_t count,
                               make_allgather(comm, in, out, count));
 }
 
-void allgather(Comm& comm, const float* in, float* out, size_t count,
-               const CollectiveOptions& options) {
+[[gnu::hot]] void allgather(Comm& comm, const float* in, float* out, size_t count,
+                            const CollectiveOptions& options) {
   detail::run_routed(comm, {Collective::kAllgather, in, out, count}, options,
                      make_allgather(comm, in, out, count));
 }

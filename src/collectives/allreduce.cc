@@ -159,8 +159,8 @@ Request iallreduce(Comm& comm, const float* in, float* out, size_t count,
                               make_allreduce(comm, in, out, count));
 }
 
-void allreduce(Comm& comm, const float* in, float* out, size_t count,
-               const CollectiveOptions& options) {
+[[gnu::hot]] void allreduce(Comm& comm, const float* in, float* out, size_t count,
+                            const CollectiveOptions& options) {
   detail::run_routed(comm, {Collective::kAllreduce, in, out, count}, options,
                      make_allreduce(comm, in, out, count));
 }

@@ -85,8 +85,8 @@ Request ibroadcast(Comm& comm, float* buffer, size_t count, int root,
                               make_broadcast(comm, buffer, count, root));
 }
 
-void broadcast(Comm& comm, float* buffer, size_t count, int root,
-               const CollectiveOptions& options) {
+[[gnu::hot]] void broadcast(Comm& comm, float* buffer, size_t count, int root,
+                            const CollectiveOptions& options) {
   detail::run_routed(comm, {Collective::kBroadcast, buffer, buffer, count, root}, options,
                      make_broadcast(comm, buffer, count, root));
 }

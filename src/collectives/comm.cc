@@ -23,7 +23,7 @@ int Comm::max_user_tag() const {
 
 namespace detail {
 
-CommCore& core(Comm& comm) {
+[[gnu::hot]] CommCore& core(Comm& comm) {
   return *comm.core_;
 }
 

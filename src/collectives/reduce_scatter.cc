@@ -98,8 +98,8 @@ Request ireduce_scatter(Comm& comm, const float* in, float* out, size_t count,
                               make_reduce_scatter(comm, in, out, count));
 }
 
-void reduce_scatter(Comm& comm, const float* in, float* out, size_t count,
-                    const CollectiveOptions& options) {
+[[gnu::hot]] void reduce_scatter(Comm& comm, const float* in, float* out, size_t count,
+                                 const CollectiveOptions& options) {
   detail::run_routed(comm, {Collective::kReduceScatter, in, out, count}, options,
                      make_reduce_scatter(comm, in, out, count));
 }
