@@ -680,6 +680,9 @@ PolicyEstimate estimate_policy(Comm& comm, Collective op, size_t count,
   if (options.policy == Policy::kNever || bytes < static_cast<double>(options.min_bytes)) return e;
   if (options.policy == Policy::kAlways || comm.size() == 1) {
     e.compress = options.policy == Policy::kAlways;
+    // The algorithm the compressed allreduce takes (allreduce.cc asks the same question).
+    e.hierarchical = e.compress && op == Collective::kAllreduce &&
+                     detail::use_hierarchical(comm, count, options);
     return e;
   }
   const detail::PolicyKey key(op, static_cast<int>(options.codec.type), options.codec.stochastic,

@@ -18,6 +18,7 @@
 #include "collectives/hierarchical.h"
 #include "counting_transport.h"
 #include "octet/collectives.h"
+#include "octet/policy.h"
 #include "octet/transport.h"
 #include "thread_ranks.h"
 #include "verify/verify.h"
@@ -161,6 +162,27 @@ TEST(Hierarchical, AutoTakesItWithSeveralRanksOnSeveralHosts) {
   EXPECT_EQ(chosen[1], (std::vector<int>{0, 0, 1}));  // one host
   EXPECT_EQ(chosen[2], (std::vector<int>{0, 0, 1}));  // one rank per host
   EXPECT_EQ(chosen[3], (std::vector<int>{1, 0, 1}));  // uneven 1 + 2
+}
+
+// Under `always` the estimate names the algorithm the compressed allreduce takes (octet bench
+// reports it per row), as under `auto`.
+TEST(Hierarchical, AnAlwaysEstimateNamesTheAlgorithmTaken) {
+  std::vector<std::vector<int>> named(2);
+  const std::vector<std::vector<int>> layouts = {grid(2, 2), {0, 0, 0, 0}};
+  for (size_t i = 0; i < layouts.size(); ++i)
+    expect_ok(run_on_hosts(layouts[i], [&](Comm& c) {
+      std::vector<int> got;
+      for (Algorithm a : {Algorithm::kAuto, Algorithm::kFlat, Algorithm::kHierarchical}) {
+        const CollectiveOptions o = small_chunks(a);
+        got.push_back(estimate_policy(c, Collective::kAllreduce, 100, o).hierarchical);
+      }
+      got.push_back(
+          estimate_policy(c, Collective::kReduceScatter, 100, small_chunks(Algorithm::kAuto))
+              .hierarchical);
+      if (c.rank() == 0) named[i] = got;
+    }));
+  EXPECT_EQ(named[0], (std::vector<int>{1, 0, 1, 0}));  // 2 x 2: auto, flat, forced, not allreduce
+  EXPECT_EQ(named[1], (std::vector<int>{0, 0, 1, 0}));  // one host
 }
 
 TEST(Hierarchical, AutoGivesTheHierarchicalBytes) {
