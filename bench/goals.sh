@@ -12,7 +12,7 @@
 #   ONLY  a subset of: codec local cluster hierarchical (default: all)
 #
 # codec         octet_codec_best_of, one thread, for every SIMD target of AVX3_DL AVX3 AVX2 this
-#               CPU runs (OCTET_SIMD_TARGET): exact dynamic encode >= 2.5 G elements/s,
+#               CPU runs: exact dynamic encode >= 2.5 G elements/s,
 #               stochastic rounding >= 1, decode >= 85% of the streaming bound in L2 (2^18
 #               elements) and from memory (2^24)
 # local         4 ranks on this machine, policy auto, 8 B-256 MiB: every size at most 1.05x the
@@ -23,7 +23,9 @@
 #               break-even size
 # hierarchical  2 emulated hosts x 2 ranks at 1 Gbit/s, 64 MiB: hierarchical faster than flat
 #
-# Needs jq; cluster and hierarchical need root (network namespaces). Takes about 10 minutes.
+# OCTET_SIMD_TARGET, if set, restricts the codec part to that target and is passed to every rank
+# of the others (each row names rank 0's codec target). Needs jq; cluster and hierarchical need
+# root (network namespaces). Takes about 4 minutes with -k 5.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -56,6 +58,13 @@ table=$out/goals.md
 : >"$out/rows.md"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ring_mca=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4)
+# OCTET_SIMD_TARGET to every rank: mpirun -x for local ranks, OpenMPI's env list across the
+# emulated hosts (whose ranks start in other namespaces).
+pass_target=()
+if [[ -n ${OCTET_SIMD_TARGET:-} ]]; then
+  pass_target=(-x OCTET_SIMD_TARGET)
+  export OMPI_MCA_mca_base_env_list="OCTET_SIMD_TARGET=$OCTET_SIMD_TARGET"
+fi
 
 # row GOAL MEASURED MET COMMAND: one line of the table.
 # shellcheck disable=SC2016  # the backquotes are markdown
@@ -105,7 +114,7 @@ codec_row() {
 
 codec_goals() {
   local target n reps label file k cmd last
-  for target in AVX3_DL AVX3 AVX2; do
+  for target in ${OCTET_SIMD_TARGET:-AVX3_DL AVX3 AVX2}; do
     if ! OCTET_SIMD_TARGET=$target "$best_of" 4096 1 >/dev/null 2>&1; then
       row "codec, $target" "not run: not a target of this CPU" "-" "OCTET_SIMD_TARGET=$target"
       continue
@@ -138,13 +147,14 @@ bench_summary() {
     | ([.rows[] | select(.compressed) | .speedup]) as $c
     | "lowest speedup \($low.s | fmt) at \($low.b) B; compressed rows "
       + (if ($c | length) > 0 then "\($c | min | fmt)-\($c | max | fmt)x" else "none" end)
-      + "; break-even " + (if .break_even_bytes == null then "none" else "\(.break_even_bytes) B" end)' "$1"
+      + "; break-even " + (if .break_even_bytes == null then "none" else "\(.break_even_bytes) B" end)
+      + "; codec \(.simd_target)"' "$1"
 }
 
 local_goal() {
   local k lo hi med args=(-b 8 -e 256M -f 4 -n 20 -w 3 -c 0 --rounds 10)
   for ((k = 0; k < runs; ++k)); do
-    mpirun --oversubscribe -np 4 --mca btl self,vader "$octet" bench allreduce "${args[@]}" \
+    mpirun --oversubscribe -np 4 --mca btl self,vader "${pass_target[@]}" "$octet" bench allreduce "${args[@]}" \
       --json "$out/local-$k.json" >"$out/local-$k.txt" 2>&1 || { cat "$out/local-$k.txt"; return 1; }
   done
   read -r lo hi med < <(for ((k = 0; k < runs; ++k)); do
@@ -197,12 +207,17 @@ hierarchical_goal() {
   done
   "$emulate" down
   unset OCTET_CLUSTER_NAME OCTET_CLUSTER_SUBNET
-  local flat hier
+  local flat hier took right
   flat=$(jq '.rows[0].time_us.avg / 1e6' "$out/hier-flat.json")
   hier=$(jq '.rows[0].time_us.avg / 1e6' "$out/hier-hierarchical.json")
+  # Each run took the algorithm asked for, and both gave identical results with no wrong element.
+  took=$(jq -s '.[0].rows[0].hierarchical == false and .[1].rows[0].hierarchical == true' \
+    "$out/hier-flat.json" "$out/hier-hierarchical.json")
+  right=$(jq -s 'all(.[].rows[0].error; .wrong == 0 and .identical)' \
+    "$out/hier-flat.json" "$out/hier-hierarchical.json")
   row "2 hosts x 2 ranks at 1 Gbit/s, 64 MiB: hierarchical faster than flat" \
-    "hierarchical $(printf %.3f "$hier") s, flat $(printf %.3f "$flat") s" \
-    "$(awk -v h="$hier" -v f="$flat" 'BEGIN {print (h < f) ? "yes" : "no"}')" \
+    "hierarchical $(printf %.3f "$hier") s, flat $(printf %.3f "$flat") s; algorithms as asked: $took; #wrong 0 and ranks identical: $right; codec $(jq -r .simd_target "$out/hier-flat.json")" \
+    "$(awk -v h="$hier" -v f="$flat" -v ok="$took$right" 'BEGIN {print (h < f && ok == "truetrue") ? "yes" : "no"}')" \
     "emulate.sh up 2 1gbit; emulate.sh run -- ${launch[*]} ${args[*]} --algorithm flat|hierarchical"
 }
 
