@@ -13,10 +13,10 @@ int capped_grid(uint64_t wanted, int cap) {
 
 namespace {
 
-// Launches an encode-shaped kernel (a CUDA block per codec block at a time): as many CUDA blocks
-// as fit at once, so that each loads the table into shared memory only once; one thread per 4
-// elements of a codec block, in whole warps, since small blocks (dynamic4's 128) would otherwise
-// leave most threads idle.
+// Launches a kernel that takes a codec block per CUDA block at a time (blocks larger than a tile):
+// as many CUDA blocks as fit at once, so that each loads the table into shared memory only once;
+// one thread per 4 elements of a codec block, in whole warps, since small blocks (dynamic4's 128)
+// would otherwise leave most threads idle.
 template <typename Kernel, typename... Args>
 cudaError_t launch_over_blocks(Kernel kernel, const EncodeArgs& a, cudaStream_t stream,
                                const Args&... args) {
@@ -34,18 +34,60 @@ cudaError_t launch_over_blocks(Kernel kernel, const EncodeArgs& a, cudaStream_t 
   return cudaGetLastError();
 }
 
+// A tile kernel (codec blocks of a tile or less): whole CUDA blocks of warps, as many as fit at
+// once, each warp looping over tiles.
+template <typename Kernel, typename... Args>
+cudaError_t launch_over_tiles(Kernel kernel, const EncodeArgs& a, cudaStream_t stream,
+                              const Args&... args) {
+  if (a.count == 0) return cudaSuccess;
+  int per_sm = 0;
+  const cudaError_t e =
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, a.table_bytes);
+  if (e != cudaSuccess) return e;
+  const uint64_t tiles = (a.count + kTileElements - 1) / kTileElements;
+  const int grid = capped_grid((tiles + kWarps - 1) / kWarps, (per_sm > 0 ? per_sm : 1) * a.sms);
+  kernel<<<grid, kThreads, a.table_bytes, stream>>>(args...);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
+// Zeroes the encode's summary word, if any, before its kernel ORs flags into it.
+cudaError_t clear_summary(const EncodeArgs& a, cudaStream_t stream) {
+  return a.summary ? cudaMemsetAsync(a.summary, 0, sizeof *a.summary, stream) : cudaSuccess;
+}
+
 cudaError_t launch_encode(const EncodeArgs& a, cudaStream_t stream) {
-  return launch_over_blocks(a.stochastic ? encode_kernel<true> : encode_kernel<false>, a, stream,
-                            a);
+  cudaError_t e = clear_summary(a, stream);
+  if (e != cudaSuccess) return e;
+  visit_encode_shape(a.block, [&](auto shape) {
+    constexpr int q = decltype(shape)::value;
+    if constexpr (q < 0)
+      e = launch_over_blocks(a.stochastic ? encode_kernel<true> : encode_kernel<false>, a, stream,
+                             a);
+    else
+      e = launch_over_tiles(
+          a.stochastic ? encode_tile_kernel<true, q> : encode_tile_kernel<false, q>, a, stream, a);
+  });
+  return e;
 }
 
 cudaError_t launch_reduce_encode(const ReduceArgs& r, const EncodeArgs& e, cudaStream_t stream) {
   if (e.in != r.out || e.count != r.count || e.block != r.block || e.bits != r.bits)
     return cudaErrorInvalidValue;
-  return launch_over_blocks(e.stochastic ? reduce_encode_kernel<true> : reduce_encode_kernel<false>,
-                            e, stream, r, e);
+  cudaError_t status = clear_summary(e, stream);
+  if (status != cudaSuccess) return status;
+  visit_encode_shape(e.block, [&](auto shape) {
+    constexpr int q = decltype(shape)::value;
+    if constexpr (q < 0)
+      status = launch_over_blocks(
+          e.stochastic ? reduce_encode_kernel<true> : reduce_encode_kernel<false>, e, stream, r, e);
+    else
+      status = launch_over_tiles(
+          e.stochastic ? reduce_encode_tile_kernel<true, q> : reduce_encode_tile_kernel<false, q>,
+          e, stream, r, e);
+  });
+  return status;
 }
 
 cudaError_t launch_write_special(const SpecialArgs& a, cudaStream_t stream) {
@@ -70,14 +112,22 @@ cudaError_t launch_finish(const FinishArgs& f, const SpecialArgs& s, cudaStream_
 }
 
 cudaError_t launch_validate(const ValidateArgs& a, cudaStream_t stream) {
-  validate_kernel<<<1, kThreads, 0, stream>>>(a);
+  cudaError_t e = cudaMemsetAsync(a.status, 0, sizeof *a.status, stream);
+  if (e != cudaSuccess) return e;
+  const uint64_t blocks = a.blocks > 0 ? a.blocks : 1;
+  validate_body_kernel<<<capped_grid((blocks + kThreads - 1) / kThreads, 1024), kThreads, 0,
+                         stream>>>(a);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  validate_kernel<<<1, 32, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
 cudaError_t launch_decode(const DecodeArgs& a, cudaStream_t stream) {
   if (a.count == 0) return cudaSuccess;
   const uint64_t groups = (a.count + 3) / 4;
-  decode_kernel<<<capped_grid((groups + kThreads - 1) / kThreads, 16 * a.sms), kThreads, 0,
+  const uint64_t per_block = uint64_t{kThreads} * kDecodeUnroll;
+  decode_kernel<<<capped_grid((groups + per_block - 1) / per_block, 16 * a.sms), kThreads, 0,
                   stream>>>(a);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;

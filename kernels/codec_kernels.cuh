@@ -10,8 +10,16 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 #include "codec_kernels.h"
+
+// Full unrolling where nvcc compiles (the emulation's g++ does without).
+#ifdef __CUDACC__
+#define OCTET_UNROLL _Pragma("unroll")
+#else
+#define OCTET_UNROLL
+#endif
 
 // The dynamic shared memory of a kernel (the emulation supplies its own).
 #ifndef OCTET_DYNAMIC_SHARED
@@ -133,6 +141,15 @@ __device__ Stats block_reduce(Stats s, Stats* partial) {
   return s;
 }
 
+// The flags of codec block b, and their OR in *a.summary (rare: NaN/Inf or mixed signs).
+__device__ __forceinline__ void store_flags(const EncodeArgs& a, uint64_t b, bool nonfinite,
+                                            bool mixed) {
+  const uint32_t f =
+      (nonfinite ? uint32_t{kFlagNonFinite} : 0u) | (mixed ? uint32_t{kFlagMixedSign} : 0u);
+  a.flags[b] = static_cast<uint8_t>(f);
+  if (f != 0 && a.summary != nullptr) atomicOr(a.summary, f);
+}
+
 // Thread 0: the block's scale, stored in the payload and broadcast through shared memory.
 __device__ void finish_scale(const EncodeArgs& a, const detail::QuantTable& t, uint64_t b,
                              const Stats& st, detail::BlockScale* shared_scale) {
@@ -140,8 +157,7 @@ __device__ void finish_scale(const EncodeArgs& a, const detail::QuantTable& t, u
   *shared_scale = s;
   store_u32(a.scales + 4 * b, detail::float_bits(s.scale), alignment_of(a.scales + 4 * b));
   const bool mixed = !t.is_signed && st.min_value < 0.0f && st.max_value > 0.0f;
-  a.flags[b] =
-      static_cast<uint8_t>((st.nonfinite ? kFlagNonFinite : 0) | (mixed ? kFlagMixedSign : 0));
+  store_flags(a, b, st.nonfinite != 0, mixed);
 }
 
 // Code of one element: non-finite elements get kNonFiniteCode, as on the CPU.
@@ -223,6 +239,167 @@ __global__ void __launch_bounds__(kThreads) encode_kernel(EncodeArgs a) {
   });
 }
 
+// ---- encode, a warp per tile of codec blocks ---------------------------------------------------
+// Codec blocks of up to kTileElements elements (the 8-bit default of 2048 and the 4-bit default
+// of 128 included) are encoded a warp per tile of kTileElements: each lane loads its kTileRows
+// groups at once (a row is 32 lanes x 4 elements), the warp reduces each codec block's stats
+// with shuffles, and every lane quantises its groups from registers. Why: the CUDA-block-per-
+// codec-block loop above (kept for larger blocks) gives each thread two loads in flight and three
+// block barriers per codec block, so it waits on memory most of the time; here a warp has 8 KiB
+// in flight, reads its input once and never waits for another warp.
+constexpr int kTileRows = 16;
+constexpr uint32_t kTileElements = kTileRows * 128;
+constexpr int kTileShapes = 6;  // codec blocks of kTileElements >> q elements, q = 0..5 (64)
+
+// q for a codec block of `block` elements encoded by tiles, or -1 (a larger block).
+__host__ __device__ inline int tile_shape_of(uint32_t block) {
+  for (int q = 0; q < kTileShapes; ++q)
+    if (block == kTileElements >> q) return q;
+  return -1;
+}
+
+// Stats over the lanes of a warp whose lane index differs in the bits below `width` (a power of
+// two, at most 32): every such lane ends with the combined stats.
+template <int kWidth>
+__device__ __forceinline__ Stats warp_reduce(Stats s) {
+  for (int d = kWidth / 2; d > 0; d /= 2) {
+    Stats o;
+    o.max_value = __shfl_xor_sync(0xffffffffu, s.max_value, d);
+    o.min_value = __shfl_xor_sync(0xffffffffu, s.min_value, d);
+    const uint32_t bits = __shfl_xor_sync(0xffffffffu, s.nonfinite << 2 | s.zeros, d);
+    o.nonfinite = bits >> 2;
+    o.zeros = bits & 3u;
+    s = combine(s, o);
+  }
+  return s;
+}
+
+// This lane's stats of the m valid elements of one group.
+__device__ __forceinline__ Stats group_stats(const float v[4], uint32_t m) {
+  Stats s{0.0f, 0.0f, 0u, 0u};
+  for (uint32_t k = 0; k < m; ++k) {
+    if (!detail::is_finite_bits(detail::float_bits(v[k]))) {
+      s.nonfinite = 1;
+      continue;
+    }
+    s = combine(s, Stats{v[k], v[k], 0u, detail::zero_flags(v[k])});
+  }
+  return s;
+}
+
+// Scale and flag of codec block b (stored by one lane), and the scale every lane quantises with.
+__device__ __forceinline__ detail::BlockScale finish_tile_block(const EncodeArgs& a,
+                                                                const detail::QuantTable& t,
+                                                                uint64_t b, const Stats& st,
+                                                                bool store) {
+  const detail::BlockScale s = detail::make_block_scale(st.max_value, st.min_value, st.zeros);
+  if (store && b < a.blocks) {
+    store_u32(a.scales + 4 * b, detail::float_bits(s.scale), alignment_of(a.scales + 4 * b));
+    const bool mixed = !t.is_signed && st.min_value < 0.0f && st.max_value > 0.0f;
+    store_flags(a, b, st.nonfinite != 0, mixed);
+  }
+  return s;
+}
+
+template <bool kStochastic>
+__device__ __forceinline__ void quantize_group(const EncodeArgs& a, const detail::QuantTable& t,
+                                               uint64_t i, uint32_t m, const float v[4],
+                                               const detail::BlockScale& s) {
+  uint32_t c[4] = {0, 0, 0, 0};
+  for (uint32_t k = 0; k < m; ++k)
+    c[k] = element_code<kStochastic>(t, v[k], s, a.seed, a.index_offset + i + k);
+  store_codes(a.codes, i, m, a.bits, c);
+}
+
+// One warp, one tile. load(i, m, v) gives the m values of the group at element i.
+template <bool kStochastic, int kQ, typename Load>
+__device__ __forceinline__ void encode_tile(const EncodeArgs& a, const detail::QuantTable& t,
+                                            uint64_t tile, const Load& load) {
+  const uint32_t lane = threadIdx.x % 32;
+  const uint64_t first = tile * kTileElements + 4 * lane;  // this lane's group in row 0
+  float v[kTileRows][4];
+  OCTET_UNROLL
+  for (int j = 0; j < kTileRows; ++j) {
+    const uint64_t i = first + 128 * j;
+    if (i < a.count) load(i, min_count(4, a.count - i), v[j]);
+  }
+  const uint64_t blocks_before = tile << kQ;
+  if constexpr (kQ == kTileShapes - 1) {
+    // 64-element codec blocks: each row holds two, one per half-warp.
+    OCTET_UNROLL
+    for (int j = 0; j < kTileRows; ++j) {
+      const uint64_t i = first + 128 * j;
+      const uint32_t m = i < a.count ? min_count(4, a.count - i) : 0u;
+      const Stats st = warp_reduce<16>(group_stats(v[j], m));
+      const detail::BlockScale s =
+          finish_tile_block(a, t, blocks_before + 2 * j + lane / 16, st, lane % 16 == 0);
+      if (m > 0) quantize_group<kStochastic>(a, t, i, m, v[j], s);
+    }
+  } else {
+    constexpr int kRowsPerBlock = kTileRows >> kQ;
+    OCTET_UNROLL
+    for (int k = 0; k < (1 << kQ); ++k) {
+      Stats part{0.0f, 0.0f, 0u, 0u};
+      OCTET_UNROLL
+      for (int j = k * kRowsPerBlock; j < (k + 1) * kRowsPerBlock; ++j) {
+        const uint64_t i = first + 128 * j;
+        if (i < a.count) part = combine(part, group_stats(v[j], min_count(4, a.count - i)));
+      }
+      const detail::BlockScale s =
+          finish_tile_block(a, t, blocks_before + k, warp_reduce<32>(part), lane == 0);
+      OCTET_UNROLL
+      for (int j = k * kRowsPerBlock; j < (k + 1) * kRowsPerBlock; ++j) {
+        const uint64_t i = first + 128 * j;
+        if (i < a.count) quantize_group<kStochastic>(a, t, i, min_count(4, a.count - i), v[j], s);
+      }
+    }
+  }
+}
+
+// The warps of the grid take the tiles in turn.
+template <bool kStochastic, int kQ, typename Load>
+__device__ void encode_tiles(const EncodeArgs& a, const detail::QuantTable& t, const Load& load) {
+  const uint64_t tiles = (a.count + kTileElements - 1) / kTileElements;
+  const uint64_t warps = uint64_t{gridDim.x} * (blockDim.x / 32);
+  for (uint64_t tile = uint64_t{blockIdx.x} * (blockDim.x / 32) + threadIdx.x / 32; tile < tiles;
+       tile += warps)
+    encode_tile<kStochastic, kQ>(a, t, tile, load);
+}
+
+template <bool kStochastic, int kQ>
+__global__ void __launch_bounds__(kThreads) encode_tile_kernel(EncodeArgs a) {
+  OCTET_DYNAMIC_SHARED(smem);
+  copy_table(smem, a.table, a.table_bytes);
+  __syncthreads();
+  const detail::QuantTable& t = *reinterpret_cast<const detail::QuantTable*>(smem);
+  const int align = alignment_of(a.in);
+  encode_tiles<kStochastic, kQ>(
+      a, t, [&](uint64_t i, uint32_t m, float v[4]) { load_group(a.in + i, m, align, v); });
+}
+
+// Calls fn(std::integral_constant<int, q>{}) for the tile shape q of `block`, or
+// fn(std::integral_constant<int, -1>{}) for a block larger than a tile: the one place that maps a
+// block size to its kernel, for the launchers and the emulation test alike.
+template <typename Fn>
+void visit_encode_shape(uint32_t block, const Fn& fn) {
+  switch (tile_shape_of(block)) {
+    case 0:
+      return fn(std::integral_constant<int, 0>{});
+    case 1:
+      return fn(std::integral_constant<int, 1>{});
+    case 2:
+      return fn(std::integral_constant<int, 2>{});
+    case 3:
+      return fn(std::integral_constant<int, 3>{});
+    case 4:
+      return fn(std::integral_constant<int, 4>{});
+    case 5:
+      return fn(std::integral_constant<int, 5>{});
+    default:
+      return fn(std::integral_constant<int, -1>{});
+  }
+}
+
 __global__ void __launch_bounds__(kThreads) special_kernel(SpecialArgs a) {
   const uint32_t entry_bytes = 4 + a.block / 4;
   const int align = alignment_of(a.in);
@@ -249,6 +426,16 @@ __global__ void __launch_bounds__(kThreads) special_kernel(SpecialArgs a) {
 // One CUDA block: the flagged blocks' indices in ascending order (a block-wide prefix sum over
 // each stretch of blockDim.x flags), their count, and whether any block mixed signs.
 __global__ void __launch_bounds__(kThreads) compact_kernel(FinishArgs a) {
+  // Without a flagged block there is nothing to list: the usual case costs one load, not a
+  // single CUDA block's scan of every flag (encode_device_async of 256 MiB of 4-bit, 524288
+  // blocks: 2.5 ms with the scan, 0.5 ms without, on an H200).
+  if (a.summary != nullptr && (*a.summary & kFlagNonFinite) == 0) {
+    if (threadIdx.x == 0) {
+      *a.specials = 0;
+      *a.status = *a.summary & kFlagMixedSign;
+    }
+    return;
+  }
   __shared__ uint32_t scan[kThreads];
   uint32_t total = 0, mixed = 0;  // the same running total in every thread
   for (uint64_t first = 0; first < a.blocks; first += blockDim.x) {
@@ -312,29 +499,33 @@ __device__ uint32_t checked_header(const ValidateArgs& a, uint32_t* bad) {
   return k;
 }
 
-// This thread's share of the body rules: a bit per broken rule (1 << PayloadStatus).
-__device__ uint32_t body_faults(const ValidateArgs& a, uint32_t k) {
+// The body rules for the scales and special entries first, first + step, ...: a bit per broken
+// rule (1 << PayloadStatus).
+__device__ uint32_t body_faults(const ValidateArgs& a, uint32_t k, uint64_t first, uint64_t step) {
   const uint8_t* p = a.payload;
   uint32_t faults = 0;
-  for (uint64_t b = threadIdx.x; b < a.blocks; b += blockDim.x)
+  for (uint64_t b = first; b < a.blocks; b += step)
     if (!detail::is_finite_bits(load_u32(p + a.scales + 4 * b, 1)))
       faults |= 1u << kPayloadBadScale;
-  for (uint32_t s = threadIdx.x; s < k; s += blockDim.x) {
-    const uint8_t* entry = p + a.special + uint64_t{s} * a.entry_bytes;
+  for (uint64_t s = first; s < k; s += step) {
+    const uint8_t* entry = p + a.special + s * a.entry_bytes;
     const uint32_t b = load_u32(entry, 1);
     const int64_t previous = s == 0 ? -1 : int64_t{load_u32(entry - a.entry_bytes, 1)};
     if (!detail::special_index_is_valid(b, previous, a.blocks) ||
         !detail::special_tail_is_valid(entry + 4, b, a.block, a.count))
       faults |= 1u << kPayloadBadSpecial;
   }
-  if (threadIdx.x == 0 && a.code_bytes > 0 &&
+  if (first == 0 && a.code_bytes > 0 &&
       !detail::padding_is_valid(a.bits, a.count, p[a.codes + a.code_bytes - 1]))
     faults |= 1u << kPayloadBadPadding;
   return faults;
 }
 
-__global__ void __launch_bounds__(kThreads) validate_kernel(ValidateArgs a) {
-  __shared__ uint32_t faults[kThreads];
+// The body rules over the whole grid (with one CUDA block, decode_device_async of 256 MiB of
+// 4-bit, 524288 scales, took 0.86 ms on an H200; 0.14 ms so): broken rules are ORed into *a.status,
+// zeroed by the launcher, and read by validate_kernel. Nothing past the header is read unless the
+// header is the expected one.
+__global__ void __launch_bounds__(kThreads) validate_body_kernel(ValidateArgs a) {
   __shared__ uint32_t header_fault, count;
   if (threadIdx.x == 0) {
     uint32_t bad = kPayloadOk;
@@ -342,14 +533,21 @@ __global__ void __launch_bounds__(kThreads) validate_kernel(ValidateArgs a) {
     header_fault = bad;
   }
   __syncthreads();
-  faults[threadIdx.x] = header_fault == kPayloadOk ? body_faults(a, count) : 0u;
-  __syncthreads();
-  if (threadIdx.x != 0) return;
-  uint32_t all = 0;
-  for (uint32_t t = 0; t < blockDim.x; ++t) all |= faults[t];
-  uint32_t status = header_fault;
+  if (header_fault != kPayloadOk) return;
+  const uint32_t faults = body_faults(a, count, uint64_t{blockIdx.x} * blockDim.x + threadIdx.x,
+                                      uint64_t{gridDim.x} * blockDim.x);
+  if (faults != 0) atomicOr(a.status, faults);
+}
+
+// One thread, after validate_body_kernel: the status (the header's verdict, else the first body
+// rule broken in validate_body's order) and the count of special blocks, 0 unless valid.
+__global__ void validate_kernel(ValidateArgs a) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  uint32_t status = kPayloadOk;
+  const uint32_t count = checked_header(a, &status);
+  const uint32_t faults = *a.status;
   for (uint32_t rule = kPayloadBadScale; status == kPayloadOk && rule <= kPayloadBadPadding; ++rule)
-    if (all & (1u << rule)) status = rule;
+    if (faults & (1u << rule)) status = rule;
   *a.status = status;
   *a.specials = status == kPayloadOk ? count : 0u;
 }
@@ -408,19 +606,37 @@ __device__ __forceinline__ void decode_group(const detail::QuantTable& t, const 
   for (uint32_t k = 0; k < m; ++k) d[k] = detail::decode_value(t, c[k], scale);
 }
 
+// Groups each thread decodes per pass: their code loads are issued together, since one 4-byte
+// load in flight per thread leaves the memory system mostly idle.
+constexpr int kDecodeUnroll = 4;
+
 __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
   if (a.status != nullptr && *a.status != kPayloadOk) return;
   __shared__ __align__(16) uint8_t smem[kTablePrefix];
   const detail::QuantTable& t = shared_values(smem, a.table);
   const int align = alignment_of(a.out);
   const int block_shift = log2_of(a.block);
-  for_each_group(a.count, [&](uint64_t i, uint32_t m) {
-    float d[4], v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    decode_group(t, a.scales, a.codes, a.bits, i, m, block_shift, d);
-    if (a.accumulate) load_group(a.out + i, m, align, v);
-    for (uint32_t k = 0; k < m; ++k) v[k] = a.accumulate ? v[k] + d[k] : d[k];
-    store_group(a.out + i, m, align, v);
-  });
+  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+  for (uint64_t g = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; 4 * g < a.count;
+       g += kDecodeUnroll * stride) {
+    float d[kDecodeUnroll][4];
+    OCTET_UNROLL
+    for (int u = 0; u < kDecodeUnroll; ++u) {
+      const uint64_t i = 4 * (g + u * stride);
+      if (i < a.count)
+        decode_group(t, a.scales, a.codes, a.bits, i, min_count(4, a.count - i), block_shift, d[u]);
+    }
+    OCTET_UNROLL
+    for (int u = 0; u < kDecodeUnroll; ++u) {
+      const uint64_t i = 4 * (g + u * stride);
+      if (i >= a.count) continue;
+      const uint32_t m = min_count(4, a.count - i);
+      float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (a.accumulate) load_group(a.out + i, m, align, v);
+      for (uint32_t k = 0; k < m; ++k) v[k] = a.accumulate ? v[k] + d[u][k] : d[u][k];
+      store_group(a.out + i, m, align, v);
+    }
+  }
 }
 
 // Overwrites (or adds) the NaN/Inf elements, after decode_kernel, as the CPU does.
@@ -568,6 +784,24 @@ __global__ void __launch_bounds__(kThreads) reduce_encode_kernel(ReduceArgs r, E
   encode_blocks<kStochastic>(e, smem, [&](uint64_t first, uint32_t i, uint32_t m, float v[4]) {
     reduce_group(r, t, first + i, m, block_shift, v);
     store_group(r.out + first + i, m, out_align, v);
+  });
+}
+
+// The fused kernel for codec blocks of a tile or less: the reduction is each row's load, written
+// to r.out as it goes (the special section's writer reads it there), and quantised from
+// registers.
+template <bool kStochastic, int kQ>
+__global__ void __launch_bounds__(kThreads) reduce_encode_tile_kernel(ReduceArgs r, EncodeArgs e) {
+  if (!contributions_valid(r)) return;
+  OCTET_DYNAMIC_SHARED(smem);
+  copy_table(smem, e.table, e.table_bytes);
+  __syncthreads();
+  const detail::QuantTable& t = *reinterpret_cast<const detail::QuantTable*>(smem);
+  const int out_align = alignment_of(r.out);
+  const int block_shift = log2_of(r.block);
+  encode_tiles<kStochastic, kQ>(e, t, [&](uint64_t i, uint32_t m, float v[4]) {
+    reduce_group(r, t, i, m, block_shift, v);
+    store_group(r.out + i, m, out_align, v);
   });
 }
 

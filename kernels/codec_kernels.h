@@ -39,6 +39,9 @@ struct EncodeArgs {
   uint8_t* scales;  // 4 bytes per block
   uint8_t* codes;   // one byte per element, or one nibble for 4-bit types
   uint8_t* flags;   // one byte per block: kFlag*
+  // Device, or null: the OR of every block's flags (the launcher zeroes it first), so that the
+  // usual payload without NaN/Inf is known as such without reading a flag per block.
+  uint32_t* summary;
   int bits;
   int sms;  // multiprocessors of the device: the grid fills them, then loops over codec blocks
 };
@@ -62,7 +65,8 @@ constexpr uint32_t kHeaderBytes = 32;  // codec::kHeaderSize (kernel_inputs.h ch
 // (with SpecialArgs::specials_at = specials), and header_kernel writes the header for that count
 // and the payload's size.
 struct FinishArgs {
-  const uint8_t* flags;  // per codec block, from the encode kernel
+  const uint8_t* flags;     // per codec block, from the encode kernel
+  const uint32_t* summary;  // device, or null: the encode kernel's EncodeArgs::summary
   uint64_t blocks;
   uint32_t* list;                // workspace of `blocks` entries
   uint32_t* specials;            // device: the count
@@ -164,7 +168,8 @@ cudaError_t launch_finish(const FinishArgs& f, const SpecialArgs& s, cudaStream_
 // Decodes every element, then applies the special section (same order as the CPU).
 cudaError_t launch_decode(const DecodeArgs& a, cudaStream_t stream);
 cudaError_t launch_reduce(const ReduceArgs& a, cudaStream_t stream);
-// validate_kernel: one CUDA block; writes *a.status and *a.specials.
+// validate_body_kernel over the grid, then validate_kernel (one thread): writes *a.status (used
+// as the body kernels' scratch word first) and *a.specials.
 cudaError_t launch_validate(const ValidateArgs& a, cudaStream_t stream);
 // The reduction and the encode kernel's work on its result in one kernel: r.out receives the
 // reduced values (the special section's writer reads them), e the scales, codes and flags of

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -182,12 +183,18 @@ cuda_detail::EncodeArgs encode_args(const float* d_in, size_t count,
 }
 
 // Runs the encode kernel into body and returns the blocks that hold NaN/Inf. Throws for mixed
-// signs (unsigned type).
+// signs (unsigned type). The flags are read only when their summary says a block is flagged.
 std::vector<uint32_t> encode_body(const float* d_in, size_t count, const codec::ResolvedOptions& r,
                                   const Layout& base, uint8_t* body, cudaStream_t stream) {
-  DeviceBuffer flags(base.blocks, stream);
-  check(cuda_detail::launch_encode(encode_args(d_in, count, r, base, body, flags.get()), stream),
-        "encode kernel launch");
+  const size_t summary_at = (base.blocks + 3) / 4 * 4;  // 4-aligned (the buffer is 256-aligned)
+  DeviceBuffer flags(summary_at + sizeof(uint32_t), stream);
+  cuda_detail::EncodeArgs a = encode_args(d_in, count, r, base, body, flags.get());
+  a.summary = reinterpret_cast<uint32_t*>(flags.get() + summary_at);
+  check(cuda_detail::launch_encode(a, stream), "encode kernel launch");
+  uint32_t summary = 0;
+  copy(&summary, a.summary, sizeof summary, stream);
+  sync(stream);
+  if (summary == 0) return {};
   std::vector<uint8_t> host_flags(base.blocks);
   copy(host_flags.data(), flags.get(), host_flags.size(), stream);
   sync(stream);
@@ -242,15 +249,17 @@ void write_checksum(uint8_t* out, bool out_on_device, const Layout& l, cudaStrea
 // ---- decode ---------------------------------------------------------------------------------
 
 // A host image of a device payload with every byte validate_body reads (all of it with a CRC).
-std::vector<uint8_t> host_image(const uint8_t* d_payload, const Layout& l, bool whole,
-                                cudaStream_t stream) {
-  std::vector<uint8_t> h(l.size);
+// Left uninitialised elsewhere: validate_body reads nothing else, and a zero-filled image made
+// decode_device of 256 MiB of fp32 take 39 ms on an H200 machine (0.27-0.36 ms without).
+std::unique_ptr<uint8_t[]> host_image(const uint8_t* d_payload, const Layout& l, bool whole,
+                                      cudaStream_t stream) {
+  std::unique_ptr<uint8_t[]> h(new uint8_t[l.size]);
   if (whole) {
-    copy(h.data(), d_payload, l.size, stream);
+    copy(h.get(), d_payload, l.size, stream);
   } else {
-    copy(h.data(), d_payload, l.codes, stream);
-    copy(h.data() + l.special, d_payload + l.special, l.size - l.special, stream);
-    if (l.code_bytes > 0) copy(h.data() + l.special - 1, d_payload + l.special - 1, 1, stream);
+    copy(h.get(), d_payload, l.codes, stream);
+    copy(h.get() + l.special, d_payload + l.special, l.size - l.special, stream);
+    if (l.code_bytes > 0) copy(h.get() + l.special - 1, d_payload + l.special - 1, 1, stream);
   }
   sync(stream);
   return h;
@@ -314,7 +323,7 @@ void decode_payload(const uint8_t* payload, size_t length, float* d_out, size_t 
   if (d_out == nullptr && count > 0) invalid("output is null");
   const Layout l = codec::checked_layout(info, length, count);
   if (p_at.on_device)
-    codec::validate_body(host_image(payload, l, info.has_checksum, stream).data(), info, l);
+    codec::validate_body(host_image(payload, l, info.has_checksum, stream).get(), info, l);
   else
     codec::validate_body(payload, info, l);
   if (count == 0) return;
@@ -353,7 +362,8 @@ void decode_payload(const uint8_t* payload, size_t length, float* d_out, size_t 
 struct Workspace {
   uint8_t* flags = nullptr;
   uint32_t* list = nullptr;
-  uint32_t* words = nullptr;  // encode: [0] the special count, [1] the status; decode: [2] count
+  // encode: [0] the special count, [1] the status, [3] the flags' summary; decode: [2] the count
+  uint32_t* words = nullptr;
   uint32_t* crc_delta = nullptr;
   uint64_t blocks = 0;
 };
@@ -434,11 +444,12 @@ void encode_payload_async(const codec::ResolvedOptions& r, const float* d_in, si
                     {{count > 0 ? d_in : nullptr, "input"}, {out, "output"}, {d_size, "size"}});
   const DeviceScope scope(device);
   Workspace& w = workspace(device, stream, plan.base.blocks);
-  if (count > 0)
-    check(cuda_detail::launch_encode(encode_args(d_in, count, r, plan.base, out, w.flags), stream),
-          "encode kernel launch");
+  cuda_detail::EncodeArgs e = encode_args(d_in, count, r, plan.base, out, w.flags);
+  e.summary = w.words + 3;
+  if (count > 0) check(cuda_detail::launch_encode(e, stream), "encode kernel launch");
   cuda_detail::FinishArgs f = cuda_detail::finish_args(plan);
   f.flags = w.flags;
+  f.summary = count > 0 ? e.summary : nullptr;
   f.list = w.list;
   f.specials = w.words;
   f.status = w.words + 1;

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -30,6 +31,14 @@ inline std::vector<float> random_input(size_t n, uint32_t seed = 42) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> x(n);
   for (auto& v : x) v = normal(rng);
+  return x;
+}
+
+// random_input(n), made once per size for every case of the run (a 256 MiB input takes seconds).
+inline const std::vector<float>& cached_input(size_t n) {
+  static std::map<size_t, std::vector<float>> inputs;
+  std::vector<float>& x = inputs[n];
+  if (x.empty()) x = random_input(n);
   return x;
 }
 

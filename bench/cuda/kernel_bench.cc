@@ -11,7 +11,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,21 +25,12 @@ using octet_bench::check;
 using octet_bench::copy_seconds;
 using octet_bench::DeviceMemory;
 using octet_bench::event_seconds;
-using octet_bench::random_input;
 
 int sm_count() {
   int device = 0, sms = 0;
   check(cudaGetDevice(&device));
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   return sms;
-}
-
-// The input of n elements, made once per size for all cases.
-const std::vector<float>& input(size_t n) {
-  static std::map<size_t, std::vector<float>> inputs;
-  std::vector<float>& x = inputs[n];
-  if (x.empty()) x = random_input(n);
-  return x;
 }
 
 // What is timed: the reduction alone, the reduction and its re-encoding as two launches, or the
@@ -56,7 +46,7 @@ void BM_Reduce(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(2));
   // One payload, copied to each sender's own buffer: the kernel reads P-1 distinct buffers, and
   // the case costs one CPU encode (a 256 MiB case would otherwise spend seconds making inputs).
-  const std::vector<float>& x = input(n);
+  const std::vector<float>& x = octet_bench::cached_input(n);
   const std::vector<uint8_t> p = octet::encode(x, o);
   const octet::PayloadInfo info = octet::inspect(p.data(), p.size());
   std::vector<std::unique_ptr<DeviceMemory>> payloads;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -19,6 +20,7 @@
 // Stand-ins for what the kernels use of CUDA.
 #define OCTET_KERNEL_EMULATION 1
 #define __device__
+#define __host__
 #define __global__
 #define __forceinline__ inline
 #define __launch_bounds__(n)
@@ -63,6 +65,7 @@ thread_local uint3 thread_index;
 uint3 block_index;  // blocks run one after another
 dim3 block_dim, grid_dim;
 Barrier* barrier = nullptr;
+std::vector<std::unique_ptr<Barrier>> warp_barriers;  // one per warp: what a shuffle waits for
 uint8_t* dynamic_shared = nullptr;
 uint64_t exchange[1024];  // shuffle slots, one per thread of the block
 
@@ -77,6 +80,9 @@ void launch(unsigned grid, unsigned threads, size_t smem, Fn fn) {
     block_index = uint3{b, 0, 0};
     Barrier block_barrier(threads);
     barrier = &block_barrier;
+    warp_barriers.clear();
+    for (unsigned w = 0; w < threads; w += 32)
+      warp_barriers.push_back(std::make_unique<Barrier>(std::min(32u, threads - w)));
     dynamic_shared = reinterpret_cast<uint8_t*>(shared.data());
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < threads; ++t)
@@ -106,13 +112,18 @@ T __shfl_xor_sync(unsigned, T v, int lane_mask) {
   const unsigned t = threadIdx.x;
   uint64_t bits = 0;
   std::memcpy(&bits, &v, sizeof v);
+  emu::Barrier& warp = *emu::warp_barriers[t / 32];  // a shuffle synchronises its warp only
   emu::exchange[t] = bits;
-  __syncthreads();
+  warp.wait();
   bits = emu::exchange[t ^ static_cast<unsigned>(lane_mask)];
-  __syncthreads();
+  warp.wait();
   T r;
   std::memcpy(&r, &bits, sizeof r);
   return r;
+}
+
+inline unsigned atomicOr(unsigned* p, unsigned v) {
+  return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
 }
 
 inline int __ffs(int x) {
@@ -140,6 +151,56 @@ using kernel_cases::make_input;
 
 unsigned threads_for(uint32_t block) {
   return std::clamp(block / 4, 32u, 64u);  // small blocks keep the emulation quick
+}
+
+// What launch_encode runs for a.block (visit_encode_shape: a tile kernel, or the kernel of a
+// CUDA block per codec block), on `grid` emulated CUDA blocks of `threads` threads.
+void emulate_encode(unsigned grid, unsigned threads, const cuda_detail::EncodeArgs& a) {
+  if (a.summary) *a.summary = 0;  // as launch_encode's memset
+  cuda_detail::visit_encode_shape(a.block, [&](auto shape) {
+    constexpr int q = decltype(shape)::value;
+    emu::launch(grid, threads, a.table_bytes, [&] {
+      if constexpr (q < 0) {
+        if (a.stochastic)
+          cuda_detail::encode_kernel<true>(a);
+        else
+          cuda_detail::encode_kernel<false>(a);
+      } else {
+        if (a.stochastic)
+          cuda_detail::encode_tile_kernel<true, q>(a);
+        else
+          cuda_detail::encode_tile_kernel<false, q>(a);
+      }
+    });
+  });
+}
+
+// What launch_validate runs: the body rules over a grid, then the verdict.
+void emulate_validate(const cuda_detail::ValidateArgs& v) {
+  *v.status = 0;  // as launch_validate's memset
+  emu::launch(2, 64, 0, [&] { cuda_detail::validate_body_kernel(v); });
+  emu::launch(1, 32, 0, [&] { cuda_detail::validate_kernel(v); });
+}
+
+// The same for launch_reduce_encode.
+void emulate_reduce_encode(unsigned grid, unsigned threads, const cuda_detail::ReduceArgs& r,
+                           const cuda_detail::EncodeArgs& e) {
+  cuda_detail::visit_encode_shape(e.block, [&](auto shape) {
+    constexpr int q = decltype(shape)::value;
+    emu::launch(grid, threads, e.table_bytes, [&] {
+      if constexpr (q < 0) {
+        if (e.stochastic)
+          cuda_detail::reduce_encode_kernel<true>(r, e);
+        else
+          cuda_detail::reduce_encode_kernel<false>(r, e);
+      } else {
+        if (e.stochastic)
+          cuda_detail::reduce_encode_tile_kernel<true, q>(r, e);
+        else
+          cuda_detail::reduce_encode_tile_kernel<false, q>(r, e);
+      }
+    });
+  });
 }
 
 struct Case {
@@ -174,12 +235,8 @@ void check_encode(const Case& c) {
   const cuda_detail::EncodeArgs a =
       encode_args(o, reinterpret_cast<const float*>(in.data() + c.in_offset), c.n, l,
                   body.data() + c.out_offset, flags.data(), &codec::quant_table(c.type));
-  emu::launch(3, threads_for(c.block), a.table_bytes, [&] {
-    if (c.stochastic)
-      cuda_detail::encode_kernel<true>(a);
-    else
-      cuda_detail::encode_kernel<false>(a);
-  });
+  ASSERT_EQ(a.stochastic, c.stochastic);
+  emulate_encode(3, threads_for(c.block), a);
   const uint8_t* got = body.data() + c.out_offset;
   ASSERT_TRUE(std::equal(cpu.begin() + l.scales, cpu.begin() + l.special, got + l.scales))
       << "scales or codes differ";
@@ -215,6 +272,11 @@ TEST(KernelEmulation, EncodeMatchesCpuForBlocksTailsAndAlignment) {
       {DataType::kLinear, 300, 64, true, 0, 1},
       {DataType::kDynamic, 2000, 256, true, 3, 0},
       {DataType::kDynamic4, 517, 64, true, 0, 0},
+      // Warps that take several tiles, and the kernel of blocks larger than a tile.
+      {DataType::kDynamic, 20000 + 3, 2048, false, 4, 0},
+      {DataType::kDynamic4, 5000 + 1, 64, true, 0, 2},
+      {DataType::kDynamic, 9000, 4096, false, 0, 0},
+      {DataType::kDynamic4, 9000, 8192, true, 1, 0},
   };
   for (const Case& c : cases) check_encode(c);
 }
@@ -353,12 +415,8 @@ void check_reduce_encode(const ReduceCase& c, bool stochastic) {
       c, st.from.data(), st.own_at(), &codec::quant_table(c.type), st.out_at());
   const cuda_detail::EncodeArgs e = encode_args(o, st.out_at(), c.n, l, body.data() + c.offset,
                                                 flags.data(), &codec::quant_table(c.type));
-  emu::launch(3, threads_for(c.block), e.table_bytes, [&] {
-    if (stochastic)
-      cuda_detail::reduce_encode_kernel<true>(r, e);
-    else
-      cuda_detail::reduce_encode_kernel<false>(r, e);
-  });
+  ASSERT_EQ(e.stochastic, stochastic);
+  emulate_reduce_encode(3, threads_for(c.block), r, e);
   expect_reduced(in, st, c.n);
   EXPECT_TRUE(std::equal(cpu.begin() + l.scales, cpu.begin() + l.special,
                          body.begin() + c.offset + l.scales))
@@ -415,7 +473,7 @@ TEST(KernelEmulation, ReduceWritesNothingWhenAContributionWasRejected) {
     r.out = fused.out_at();
     const cuda_detail::EncodeArgs e = encode_args(o, fused.out_at(), c.n, l, body.data(),
                                                   flags.data(), &codec::quant_table(c.type));
-    emu::launch(2, 64, e.table_bytes, [&] { cuda_detail::reduce_encode_kernel<false>(r, e); });
+    emulate_reduce_encode(2, 64, r, e);
     const bool body_untouched =
         std::all_of(body.begin(), body.end(), [](uint8_t b) { return b == 0xAB; });
     EXPECT_EQ(body_untouched, bad != cuda_detail::kPayloadOk);
@@ -428,7 +486,9 @@ TEST(KernelEmulation, FusedReduceEncodeMatchesTheCpuPayloadOfTheReduction) {
   check_reduce_encode({DataType::kDynamic, 1001, 256, 4, 3, false, 1.0f, 3}, false);
   check_reduce_encode({DataType::kDynamic, 1001, 256, 4, 0, true, 1.0f, 1}, true);
   check_reduce_encode({DataType::kDynamic4, 999, 128, 5, 2, true, 1.0f, 2}, true);
-  check_reduce_encode({DataType::kDynamic, 900, 64, 4, 2, true, 4.0f, 1}, false);  // overflow
+  check_reduce_encode({DataType::kDynamic, 900, 64, 4, 2, true, 4.0f, 1}, false);     // overflow
+  check_reduce_encode({DataType::kDynamic, 5000, 2048, 3, 1, true, 1.0f, 0}, false);  // tiles
+  check_reduce_encode({DataType::kDynamic, 9000, 4096, 2, 0, false, 1.0f, 1}, true);  // > a tile
 }
 
 // An encode finished on the device: the encode kernel, then compact_kernel, special_kernel with
@@ -448,14 +508,17 @@ void check_finished_encode(DataType type, size_t n, uint32_t block, bool stochas
   const size_t capacity = max_encoded_size(n, o);
   std::vector<uint8_t> out(capacity, 0xEE), flags(1 + n / block, 0xFF);
   const codec::EncodePlan plan = codec::plan_encode(resolved, x.data(), n, out.data(), capacity);
-  const cuda_detail::EncodeArgs e =
+  cuda_detail::EncodeArgs e =
       encode_args(o, x.data(), n, plan.base, out.data(), flags.data(), &codec::quant_table(type));
+  uint32_t summary = 0xDEAD;
+  e.summary = &summary;  // compact_kernel skips its scan when no block is flagged
   std::vector<uint32_t> list(plan.base.blocks + 1);
   const std::array<uint32_t, 1024> table = cuda_detail::header_crc_deltas();
   uint32_t specials = 0xDEAD, status = 0xDEAD;
   uint64_t size = 0xDEAD;
   cuda_detail::FinishArgs f = cuda_detail::finish_args(plan);
   f.flags = flags.data();
+  f.summary = &summary;
   f.list = list.data();
   f.specials = &specials;
   f.status = &status;
@@ -469,12 +532,8 @@ void check_finished_encode(DataType type, size_t n, uint32_t block, bool stochas
   sa.list = list.data();
   sa.out = out.data() + plan.base.special;
   sa.specials_at = &specials;
-  emu::launch(2, threads_for(block), e.table_bytes, [&] {
-    if (stochastic)
-      cuda_detail::encode_kernel<true>(e);
-    else
-      cuda_detail::encode_kernel<false>(e);
-  });
+  ASSERT_EQ(e.stochastic, stochastic);
+  emulate_encode(2, threads_for(block), e);
   emu::launch(1, 64, 0, [&] { cuda_detail::compact_kernel(f); });
   emu::launch(3, 32, 0, [&] { cuda_detail::special_kernel(sa); });
   emu::launch(1, 32, 0, [&] { cuda_detail::header_kernel(f); });
@@ -534,7 +593,7 @@ Verdicts validate_both(const codec::ResolvedOptions& r, uint64_t count,
   v.crc_delta = deltas.data();
   v.status = &status;
   v.specials = &specials;
-  emu::launch(1, 64, 0, [&] { cuda_detail::validate_kernel(v); });
+  emulate_validate(v);
   bool host_rejects = false;
   try {
     const PayloadInfo info = codec::read_header(buffer.data(), buffer.size());
@@ -681,7 +740,7 @@ void check_checked_decode(DataType type, uint64_t n, DecodeMode mode, bool corru
   a.accumulate = mode == DecodeMode::kAccumulate;
   a.status = &status;
   a.specials_at = &specials;
-  emu::launch(1, 64, 0, [&] { cuda_detail::validate_kernel(v); });
+  emulate_validate(v);
   emu::launch(2, 64, 0, [&] { cuda_detail::decode_kernel(a); });
   emu::launch(3, 32, 0, [&] { cuda_detail::apply_special_kernel(a); });
   EXPECT_EQ(status == cuda_detail::kPayloadOk, !corrupt);
