@@ -4,12 +4,11 @@
 # Debian's packages (the `device` machine of docs/performance.md). The folder's run.sh runs them.
 #
 #   bench/cuda/device_bundle.sh BUILD_DIR OUT_DIR      # here, after building BUILD_DIR
-#   OUT_DIR/run.sh [tests|bench|all]                   # there; results in $OUT (else OUT_DIR/out)
+#   OUT_DIR/run.sh [tests|bench|memcheck|nccl|all]     # there; results in $OUT/gpu-results.tgz
 set -euo pipefail
 build=${1:?usage: device_bundle.sh BUILD_DIR OUT_DIR}
 out=${2:?usage: device_bundle.sh BUILD_DIR OUT_DIR}
-programs=(tests/cuda/octet_cuda_test tests/cuda/octet_cuda_kernel_test
-          tests/cuda/octet_cuda_emulation_test bench/cuda/octet_cuda_bench
+programs=(tests/cuda/octet_cuda_test tests/cuda/octet_cuda_kernel_test bench/cuda/octet_cuda_bench
           bench/cuda/octet_cuda_kernel_bench)
 for p in "${programs[@]}"; do
   [[ -x $build/$p ]] || { echo "device_bundle.sh: $build/$p is missing (build it with CUDA)" >&2; exit 1; }
@@ -30,31 +29,59 @@ done | sort -u | while read -r name path; do
   [[ $name =~ $skip ]] || cp -L "$path" "$out.partial/lib/$name"
 done
 
+cp "$(dirname "$0")/nccl_hostid_probe.py" "$out.partial/"
 cat > "$out.partial/run.sh" <<'RUN'
 #!/bin/bash
-# Runs the bundled GPU tests (tests), benchmarks (bench) or both (all, the default); every log in
-# $OUT (else ./out beside this script). Exits non-zero if a test failed.
+# Runs the bundled GPU checks: tests, bench, memcheck (compute-sanitizer on the two GPU test
+# programs), nccl (can two NCCL ranks share this GPU?), or all of them (the default). Prints a
+# summary; every log, gtest XML and benchmark JSON goes into one archive, $OUT/gpu-results.tgz
+# (else ./gpu-results.tgz beside this script). Exits non-zero if a test failed.
+#   MIN_TIME (default 0.05): --benchmark_min_time of both benchmarks
+#   KFILTER: octet_cuda_kernel_bench's --benchmark_filter (default: 32 and 256 MiB, 4 ranks)
 here=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export OCTET_CUDA_LIBRARY=$(ls "$here"/lib/liboctet_cuda.so.*.*.* | head -1)
-out=${OUT:-$here/out}
-mkdir -p "$out"
+res=$(mktemp -d)
 what=${1:-all}
+mt=${MIN_TIME:-0.05}
 status=0
-nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
-if [[ $what == tests || $what == all ]]; then
-  for t in octet_cuda_test octet_cuda_kernel_test octet_cuda_emulation_test; do
-    "$here/bin/$t" --gtest_output="xml:$out/$t.xml" > "$out/$t.log" 2>&1 || status=1
-    echo "$t: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?' "$out/$t.log" | tr '\n' ' ')"
+want() { [[ $what == all || $what == "$1" ]]; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$res/gpu.txt"
+if want tests; then
+  for t in octet_cuda_test octet_cuda_kernel_test; do
+    "$here/bin/$t" --gtest_output="xml:$res/$t.xml" > "$res/$t.log" 2>&1 || status=1
+    echo "$t: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?' "$res/$t.log" | tr '\n' ' ')"
   done
 fi
-if [[ $what == bench || $what == all ]]; then
-  for b in octet_cuda_bench octet_cuda_kernel_bench; do
-    "$here/bin/$b" --benchmark_counters_tabular=true --benchmark_out="$out/$b.json" \
-      --benchmark_out_format=json > "$out/$b.txt" 2>&1 || status=1
-    cat "$out/$b.txt"
+if want bench; then
+  "$here/bin/octet_cuda_bench" --benchmark_min_time="$mt" --benchmark_counters_tabular=true \
+    --benchmark_out="$res/octet_cuda_bench.json" --benchmark_out_format=json \
+    > "$res/octet_cuda_bench.txt" 2>&1 || status=1
+  "$here/bin/octet_cuda_kernel_bench" --benchmark_min_time="$mt" --benchmark_counters_tabular=true \
+    --benchmark_filter="${KFILTER:-n:(8388608|67108864)/type:./ranks:4/}" \
+    --benchmark_out="$res/octet_cuda_kernel_bench.json" --benchmark_out_format=json \
+    > "$res/octet_cuda_kernel_bench.txt" 2>&1 || status=1
+  # name, time, fp32 GB/s, copy GB/s (read + written), codec time / copy time
+  grep -hE '^BM_' "$res/octet_cuda_bench.txt" "$res/octet_cuda_kernel_bench.txt" |
+    sed -E 's@/(real|manual)_time@@' | awk '{print $1, $2, $3, $8, $9, $10}'
+fi
+if want memcheck; then
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for t in octet_cuda_test octet_cuda_kernel_test; do
+    "$sanitizer" --tool memcheck --error-exitcode 3 "$here/bin/$t" > "$res/memcheck_$t.log" 2>&1 ||
+      status=1
+    echo "memcheck $t: $(grep -E 'ERROR SUMMARY' "$res/memcheck_$t.log")"
   done
 fi
+if want nccl; then
+  for mode in same distinct; do
+    PYTHONUNBUFFERED=1 timeout 120 python3 "$here/nccl_hostid_probe.py" "$mode" 2 \
+      > "$res/nccl_$mode.log" 2>&1
+    grep -E '^(same|distinct) rank' "$res/nccl_$mode.log"
+  done
+fi
+tar czf "${OUT:-$here}/gpu-results.tgz" -C "$res" .
+rm -rf "$res"
 exit $status
 RUN
 chmod +x "$out.partial/run.sh"

@@ -122,6 +122,21 @@ T __shfl_xor_sync(unsigned, T v, int lane_mask) {
   return r;
 }
 
+template <typename T>
+T __shfl_sync(unsigned, T v, int src_lane) {
+  const unsigned t = threadIdx.x;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof v);
+  emu::Barrier& warp = *emu::warp_barriers[t / 32];
+  emu::exchange[t] = bits;
+  warp.wait();
+  bits = emu::exchange[t / 32 * 32 + static_cast<unsigned>(src_lane)];
+  warp.wait();
+  T r;
+  std::memcpy(&r, &bits, sizeof r);
+  return r;
+}
+
 inline unsigned atomicOr(unsigned* p, unsigned v) {
   return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
 }
@@ -182,24 +197,15 @@ void emulate_validate(const cuda_detail::ValidateArgs& v) {
   emu::launch(1, 32, 0, [&] { cuda_detail::validate_kernel(v); });
 }
 
-// The same for launch_reduce_encode.
+// What launch_reduce_encode runs: the fused kernel of a CUDA block per codec block.
 void emulate_reduce_encode(unsigned grid, unsigned threads, const cuda_detail::ReduceArgs& r,
                            const cuda_detail::EncodeArgs& e) {
-  cuda_detail::visit_encode_shape(e.block, [&](auto shape) {
-    constexpr int q = decltype(shape)::value;
-    emu::launch(grid, threads, e.table_bytes, [&] {
-      if constexpr (q < 0) {
-        if (e.stochastic)
-          cuda_detail::reduce_encode_kernel<true>(r, e);
-        else
-          cuda_detail::reduce_encode_kernel<false>(r, e);
-      } else {
-        if (e.stochastic)
-          cuda_detail::reduce_encode_tile_kernel<true, q>(r, e);
-        else
-          cuda_detail::reduce_encode_tile_kernel<false, q>(r, e);
-      }
-    });
+  if (e.summary) *e.summary = 0;
+  emu::launch(grid, threads, e.table_bytes, [&] {
+    if (e.stochastic)
+      cuda_detail::reduce_encode_kernel<true>(r, e);
+    else
+      cuda_detail::reduce_encode_kernel<false>(r, e);
   });
 }
 
