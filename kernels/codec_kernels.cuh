@@ -258,91 +258,63 @@ __host__ __device__ inline int tile_shape_of(uint32_t block) {
   return -1;
 }
 
-// Reduce-scatter over a segment of kWidth lanes (an aligned group of lanes, kWidth a power of two
-// up to 32) of kN per-lane values (kN <= kWidth, a power of two), with op: on return every lane
-// holds the total of index (lane % kWidth) / (kWidth / kN) over its segment. A butterfly: kN - 1
-// shuffles halve the values while they pair lanes, then log2(kWidth / kN) plain ones, instead of
-// a full reduction (log2(kWidth) shuffles) per value in every lane.
-template <int kN, int kWidth, typename Op>
-__device__ __forceinline__ float reduce_scatter(float (&x)[kN], const Op& op) {
-  OCTET_UNROLL
-  for (int half = kN / 2, d = kWidth / 2; half >= 1; half /= 2, d /= 2) {
-    const bool upper = (threadIdx.x & d) != 0;
-    OCTET_UNROLL
-    for (int i = 0; i < half; ++i) {
-      const float send = upper ? x[i] : x[i + half];
-      const float keep = upper ? x[i + half] : x[i];
-      x[i] = op(keep, __shfl_xor_sync(0xffffffffu, send, d));
-    }
-  }
-  float total = x[0];
-  OCTET_UNROLL
-  for (int d = kWidth / (2 * kN); d > 0; d /= 2)
-    total = op(total, __shfl_xor_sync(0xffffffffu, total, d));
-  return total;
-}
-
-// OR over a segment of kWidth lanes.
+// Stats over the lanes of a warp whose lane index differs in the bits below `width` (a power of
+// two, at most 32): every such lane ends with the combined stats.
 template <int kWidth>
-__device__ __forceinline__ uint32_t segment_or(uint32_t bits) {
-  OCTET_UNROLL
-  for (int d = kWidth / 2; d > 0; d /= 2) bits |= __shfl_xor_sync(0xffffffffu, bits, d);
-  return bits;
+__device__ __forceinline__ Stats warp_reduce(Stats s) {
+  for (int d = kWidth / 2; d > 0; d /= 2) {
+    Stats o;
+    o.max_value = __shfl_xor_sync(0xffffffffu, s.max_value, d);
+    o.min_value = __shfl_xor_sync(0xffffffffu, s.min_value, d);
+    const uint32_t bits = __shfl_xor_sync(0xffffffffu, s.nonfinite << 2 | s.zeros, d);
+    o.nonfinite = bits >> 2;
+    o.zeros = bits & 3u;
+    s = combine(s, o);
+  }
+  return s;
 }
 
-// The codes of a group, packed as they are stored (8-bit: 4 bytes; 4-bit: 4 nibbles, low first).
-__device__ __forceinline__ uint32_t pack_codes(const uint32_t c[4], int bits) {
-  return bits == 8 ? (c[0] | c[1] << 8 | c[2] << 16 | c[3] << 24)
-                   : (c[0] | c[1] << 4 | c[2] << 8 | c[3] << 12);
+// This lane's stats of the m valid elements of one group.
+__device__ __forceinline__ Stats group_stats(const float v[4], uint32_t m) {
+  Stats s{0.0f, 0.0f, 0u, 0u};
+  for (uint32_t k = 0; k < m; ++k) {
+    if (!detail::is_finite_bits(detail::float_bits(v[k]))) {
+      s.nonfinite = 1;
+      continue;
+    }
+    s = combine(s, Stats{v[k], v[k], 0u, detail::zero_flags(v[k])});
+  }
+  return s;
 }
 
-__device__ __forceinline__ void store_packed(uint8_t* codes, uint64_t i, uint32_t m, int bits,
-                                             uint32_t packed) {
-  uint8_t* dst = codes + (bits == 8 ? i : i / 2);
-  if (m == 4 && bits == 8 && alignment_of(dst) >= 4) {
-    *reinterpret_cast<uint32_t*>(dst) = packed;
-    return;
+// Scale and flag of codec block b (stored by one lane), and the scale every lane quantises with.
+__device__ __forceinline__ detail::BlockScale finish_tile_block(const EncodeArgs& a,
+                                                                const detail::QuantTable& t,
+                                                                uint64_t b, const Stats& st,
+                                                                bool store) {
+  const detail::BlockScale s = detail::make_block_scale(st.max_value, st.min_value, st.zeros);
+  if (store && b < a.blocks) {
+    store_u32(a.scales + 4 * b, detail::float_bits(s.scale), alignment_of(a.scales + 4 * b));
+    const bool mixed = !t.is_signed && st.min_value < 0.0f && st.max_value > 0.0f;
+    store_flags(a, b, st.nonfinite != 0, mixed);
   }
-  if (m == 4 && bits == 4 && alignment_of(dst) >= 2) {
-    *reinterpret_cast<uint16_t*>(dst) = static_cast<uint16_t>(packed);
-    return;
-  }
-  const int shift = bits == 8 ? 8 : 4;
-  const uint32_t mask = (1u << bits) - 1u;
-  const uint32_t c[4] = {packed & mask, (packed >> shift) & mask, (packed >> 2 * shift) & mask,
-                         (packed >> 3 * shift) & mask};
-  store_codes(codes, i, m, bits, c);
+  return s;
 }
 
-// The shape of a tile for codec blocks of kTileElements >> kQ elements. A lane's stats are kN
-// values per kWidth-lane segment, one for each kRows consecutive rows: for q <= 4 the segment is
-// the warp and value n is codec block n of the tile; for 64-element blocks (q = 5) each row holds
-// two blocks, one per half-warp, so the segment is a half-warp and value n is its block of row n.
-template <int kQ>
-struct TileShape {
-  static constexpr int kN = kQ == kTileShapes - 1 ? 16 : 1 << kQ;
-  static constexpr int kWidth = kQ == kTileShapes - 1 ? 16 : 32;
-  static constexpr int kRows = kTileRows / kN;
-  static constexpr int kLanesPerValue = kWidth / kN;  // lanes that end with the same total
-  // The codec block (within the tile) whose total this lane holds after the reduce-scatter.
-  static __device__ __forceinline__ uint32_t own_block(uint32_t lane) {
-    const uint32_t n = (lane % kWidth) / kLanesPerValue;
-    return kQ == kTileShapes - 1 ? 2 * n + lane / 16 : n;
-  }
-  // The lane holding the total of value n for this lane's segment.
-  static __device__ __forceinline__ int holder(uint32_t lane, int n) {
-    return static_cast<int>(lane / kWidth * kWidth) + n * kLanesPerValue;
-  }
-};
+template <bool kStochastic>
+__device__ __forceinline__ void quantize_group(const EncodeArgs& a, const detail::QuantTable& t,
+                                               uint64_t i, uint32_t m, const float v[4],
+                                               const detail::BlockScale& s) {
+  uint32_t c[4] = {0, 0, 0, 0};
+  for (uint32_t k = 0; k < m; ++k)
+    c[k] = element_code<kStochastic>(t, v[k], s, a.seed, a.index_offset + i + k);
+  store_codes(a.codes, i, m, a.bits, c);
+}
 
-// One warp, one tile: loads (every row at once), stats, one reduce-scatter, each codec block's
-// scale computed by one lane and shuffled to the others, codes, then every store. load(i, m, v)
-// gives the m values of the group at element i. The stores come last so that nothing between the
-// loads and the table lookups can alias the table.
+// One warp, one tile. load(i, m, v) gives the m values of the group at element i.
 template <bool kStochastic, int kQ, typename Load>
 __device__ __forceinline__ void encode_tile(const EncodeArgs& a, const detail::QuantTable& t,
                                             uint64_t tile, const Load& load) {
-  using Shape = TileShape<kQ>;
   const uint32_t lane = threadIdx.x % 32;
   const uint64_t first = tile * kTileElements + 4 * lane;  // this lane's group in row 0
   float v[kTileRows][4];
@@ -351,68 +323,36 @@ __device__ __forceinline__ void encode_tile(const EncodeArgs& a, const detail::Q
     const uint64_t i = first + 128 * j;
     if (i < a.count) load(i, min_count(4, a.count - i), v[j]);
   }
-  // Finite max and min from +0 (strict comparisons: the order does not matter), and bit n of
-  // each mask for value n: a non-finite element, a +0, a -0.
-  float hi[Shape::kN], lo[Shape::kN];
-  uint32_t nonfinite = 0, positive_zero = 0, negative_zero = 0;
-  OCTET_UNROLL
-  for (int n = 0; n < Shape::kN; ++n) hi[n] = lo[n] = 0.0f;
-  OCTET_UNROLL
-  for (int j = 0; j < kTileRows; ++j) {
-    const int n = j / Shape::kRows;
-    const uint64_t i = first + 128 * j;
-    const uint32_t m = i < a.count ? min_count(4, a.count - i) : 0u;
+  const uint64_t blocks_before = tile << kQ;
+  if constexpr (kQ == kTileShapes - 1) {
+    // 64-element codec blocks: each row holds two, one per half-warp.
     OCTET_UNROLL
-    for (uint32_t k = 0; k < 4; ++k) {
-      if (k >= m) break;
-      const float x = v[j][k];
-      const uint32_t u = detail::float_bits(x);
-      if (!detail::is_finite_bits(u)) {
-        nonfinite |= 1u << n;
-        continue;
-      }
-      hi[n] = x > hi[n] ? x : hi[n];
-      lo[n] = x < lo[n] ? x : lo[n];
-      positive_zero |= (u == 0u ? 1u : 0u) << n;
-      negative_zero |= (u == detail::kNegativeZeroBits ? 1u : 0u) << n;
+    for (int j = 0; j < kTileRows; ++j) {
+      const uint64_t i = first + 128 * j;
+      const uint32_t m = i < a.count ? min_count(4, a.count - i) : 0u;
+      const Stats st = warp_reduce<16>(group_stats(v[j], m));
+      const detail::BlockScale s =
+          finish_tile_block(a, t, blocks_before + 2 * j + lane / 16, st, lane % 16 == 0);
+      if (m > 0) quantize_group<kStochastic>(a, t, i, m, v[j], s);
     }
-  }
-  const float block_max =
-      reduce_scatter<Shape::kN, Shape::kWidth>(hi, [](float x, float y) { return y > x ? y : x; });
-  const float block_min =
-      reduce_scatter<Shape::kN, Shape::kWidth>(lo, [](float x, float y) { return y < x ? y : x; });
-  const uint32_t flags = segment_or<Shape::kWidth>(nonfinite | positive_zero << 16);
-  negative_zero = segment_or<Shape::kWidth>(negative_zero);
-  const uint32_t n_own = (lane % Shape::kWidth) / Shape::kLanesPerValue;
-  const uint32_t zeros = ((flags >> (16 + n_own)) & 1u ? detail::kSawPositiveZero : 0u) |
-                         ((negative_zero >> n_own) & 1u ? detail::kSawNegativeZero : 0u);
-  const detail::BlockScale own = detail::make_block_scale(block_max, block_min, zeros);
-  uint32_t packed[kTileRows];
-  OCTET_UNROLL
-  for (int j = 0; j < kTileRows; ++j) {
-    const int n = j / Shape::kRows;
-    detail::BlockScale s;
-    s.scale = 0.0f;  // quantising reads pre and inv only
-    s.pre = __shfl_sync(0xffffffffu, own.pre, Shape::holder(lane, n));
-    s.inv = __shfl_sync(0xffffffffu, own.inv, Shape::holder(lane, n));
-    const uint64_t i = first + 128 * j;
-    const uint32_t m = i < a.count ? min_count(4, a.count - i) : 0u;
-    uint32_t c[4] = {0, 0, 0, 0};
+  } else {
+    constexpr int kRowsPerBlock = kTileRows >> kQ;
     OCTET_UNROLL
-    for (uint32_t k = 0; k < 4; ++k)
-      if (k < m) c[k] = element_code<kStochastic>(t, v[j][k], s, a.seed, a.index_offset + i + k);
-    packed[j] = pack_codes(c, a.bits);
-  }
-  const uint64_t b = (tile << kQ) + Shape::own_block(lane);
-  if (lane % Shape::kLanesPerValue == 0 && b < a.blocks) {
-    store_u32(a.scales + 4 * b, detail::float_bits(own.scale), alignment_of(a.scales + 4 * b));
-    const bool mixed = !t.is_signed && block_min < 0.0f && block_max > 0.0f;
-    store_flags(a, b, ((flags >> n_own) & 1u) != 0, mixed);
-  }
-  OCTET_UNROLL
-  for (int j = 0; j < kTileRows; ++j) {
-    const uint64_t i = first + 128 * j;
-    if (i < a.count) store_packed(a.codes, i, min_count(4, a.count - i), a.bits, packed[j]);
+    for (int k = 0; k < (1 << kQ); ++k) {
+      Stats part{0.0f, 0.0f, 0u, 0u};
+      OCTET_UNROLL
+      for (int j = k * kRowsPerBlock; j < (k + 1) * kRowsPerBlock; ++j) {
+        const uint64_t i = first + 128 * j;
+        if (i < a.count) part = combine(part, group_stats(v[j], min_count(4, a.count - i)));
+      }
+      const detail::BlockScale s =
+          finish_tile_block(a, t, blocks_before + k, warp_reduce<32>(part), lane == 0);
+      OCTET_UNROLL
+      for (int j = k * kRowsPerBlock; j < (k + 1) * kRowsPerBlock; ++j) {
+        const uint64_t i = first + 128 * j;
+        if (i < a.count) quantize_group<kStochastic>(a, t, i, min_count(4, a.count - i), v[j], s);
+      }
+    }
   }
 }
 

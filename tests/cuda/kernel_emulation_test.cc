@@ -122,21 +122,6 @@ T __shfl_xor_sync(unsigned, T v, int lane_mask) {
   return r;
 }
 
-template <typename T>
-T __shfl_sync(unsigned, T v, int src_lane) {
-  const unsigned t = threadIdx.x;
-  uint64_t bits = 0;
-  std::memcpy(&bits, &v, sizeof v);
-  emu::Barrier& warp = *emu::warp_barriers[t / 32];
-  emu::exchange[t] = bits;
-  warp.wait();
-  bits = emu::exchange[t / 32 * 32 + static_cast<unsigned>(src_lane)];
-  warp.wait();
-  T r;
-  std::memcpy(&r, &bits, sizeof r);
-  return r;
-}
-
 inline unsigned atomicOr(unsigned* p, unsigned v) {
   return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
 }
