@@ -104,6 +104,35 @@ __device__ __forceinline__ Stats combine(Stats a, const Stats& b) {
   return a;
 }
 
+// Stats over the lanes of a warp whose lane index differs in the bits below `width` (a power of
+// two, at most 32): every such lane ends with the combined stats.
+template <int kWidth>
+__device__ __forceinline__ Stats warp_reduce(Stats s) {
+  for (int d = kWidth / 2; d > 0; d /= 2) {
+    Stats o;
+    o.max_value = __shfl_xor_sync(0xffffffffu, s.max_value, d);
+    o.min_value = __shfl_xor_sync(0xffffffffu, s.min_value, d);
+    const uint32_t bits = __shfl_xor_sync(0xffffffffu, s.nonfinite << 2 | s.zeros, d);
+    o.nonfinite = bits >> 2;
+    o.zeros = bits & 3u;
+    s = combine(s, o);
+  }
+  return s;
+}
+
+// This lane's stats of the m valid elements of one group.
+__device__ __forceinline__ Stats group_stats(const float v[4], uint32_t m) {
+  Stats s{0.0f, 0.0f, 0u, 0u};
+  for (uint32_t k = 0; k < m; ++k) {
+    if (!detail::is_finite_bits(detail::float_bits(v[k]))) {
+      s.nonfinite = 1;
+      continue;
+    }
+    s = combine(s, Stats{v[k], v[k], 0u, detail::zero_flags(v[k])});
+  }
+  return s;
+}
+
 // This thread's part of the stats of a codec block of n elements; load(i, m, v) gives the m
 // values of the group at i (the plain input, or the reduction of the fused kernel).
 template <typename Load>
@@ -113,27 +142,14 @@ __device__ Stats thread_stats(uint32_t n, const Load& load) {
     const uint32_t m = min(4u, n - i);
     float v[4];
     load(i, m, v);
-    for (uint32_t k = 0; k < m; ++k) {
-      if (!detail::is_finite_bits(detail::float_bits(v[k]))) {
-        s.nonfinite = 1;
-        continue;
-      }
-      s = combine(s, Stats{v[k], v[k], 0u, detail::zero_flags(v[k])});
-    }
+    s = combine(s, group_stats(v, m));
   }
   return s;
 }
 
 // Reduces over the CUDA block; the result is valid in thread 0 only.
 __device__ Stats block_reduce(Stats s, Stats* partial) {
-  for (int d = 16; d > 0; d /= 2) {
-    Stats o;
-    o.max_value = __shfl_xor_sync(0xffffffffu, s.max_value, d);
-    o.min_value = __shfl_xor_sync(0xffffffffu, s.min_value, d);
-    o.nonfinite = __shfl_xor_sync(0xffffffffu, s.nonfinite, d);
-    o.zeros = __shfl_xor_sync(0xffffffffu, s.zeros, d);
-    s = combine(s, o);
-  }
+  s = warp_reduce<32>(s);
   if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = s;
   __syncthreads();
   if (threadIdx.x == 0)
@@ -256,35 +272,6 @@ __host__ __device__ inline int tile_shape_of(uint32_t block) {
   for (int q = 0; q < kTileShapes; ++q)
     if (block == kTileElements >> q) return q;
   return -1;
-}
-
-// Stats over the lanes of a warp whose lane index differs in the bits below `width` (a power of
-// two, at most 32): every such lane ends with the combined stats.
-template <int kWidth>
-__device__ __forceinline__ Stats warp_reduce(Stats s) {
-  for (int d = kWidth / 2; d > 0; d /= 2) {
-    Stats o;
-    o.max_value = __shfl_xor_sync(0xffffffffu, s.max_value, d);
-    o.min_value = __shfl_xor_sync(0xffffffffu, s.min_value, d);
-    const uint32_t bits = __shfl_xor_sync(0xffffffffu, s.nonfinite << 2 | s.zeros, d);
-    o.nonfinite = bits >> 2;
-    o.zeros = bits & 3u;
-    s = combine(s, o);
-  }
-  return s;
-}
-
-// This lane's stats of the m valid elements of one group.
-__device__ __forceinline__ Stats group_stats(const float v[4], uint32_t m) {
-  Stats s{0.0f, 0.0f, 0u, 0u};
-  for (uint32_t k = 0; k < m; ++k) {
-    if (!detail::is_finite_bits(detail::float_bits(v[k]))) {
-      s.nonfinite = 1;
-      continue;
-    }
-    s = combine(s, Stats{v[k], v[k], 0u, detail::zero_flags(v[k])});
-  }
-  return s;
 }
 
 // Scale and flag of codec block b (stored by one lane), and the scale every lane quantises with.

@@ -8,7 +8,8 @@
 set -euo pipefail
 build=${1:?usage: device_bundle.sh BUILD_DIR OUT_DIR}
 out=${2:?usage: device_bundle.sh BUILD_DIR OUT_DIR}
-programs=(tests/cuda/octet_cuda_test tests/cuda/octet_cuda_kernel_test bench/cuda/octet_cuda_bench
+programs=(tests/cuda/octet_cuda_test tests/cuda/octet_cuda_kernel_test
+          tests/cuda/octet_cuda_emulation_test bench/cuda/octet_cuda_bench
           bench/cuda/octet_cuda_kernel_bench)
 for p in "${programs[@]}"; do
   [[ -x $build/$p ]] || { echo "device_bundle.sh: $build/$p is missing (build it with CUDA)" >&2; exit 1; }
@@ -46,9 +47,11 @@ what=${1:-all}
 mt=${MIN_TIME:-0.05}
 status=0
 want() { [[ $what == all || $what == "$1" ]]; }
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$res/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$res/gpu.txt" 2>&1 ||
+  echo "no nvidia-smi" > "$res/gpu.txt"
+cat "$res/gpu.txt"
 if want tests; then
-  for t in octet_cuda_test octet_cuda_kernel_test; do
+  for t in octet_cuda_test octet_cuda_kernel_test octet_cuda_emulation_test; do
     "$here/bin/$t" --gtest_output="xml:$res/$t.xml" > "$res/$t.log" 2>&1 || status=1
     echo "$t: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?' "$res/$t.log" | tr '\n' ' ')"
   done
@@ -80,6 +83,7 @@ if want nccl; then
     grep -E '^(same|distinct) rank' "$res/nccl_$mode.log"
   done
 fi
+mkdir -p "${OUT:-$here}"
 tar czf "${OUT:-$here}/gpu-results.tgz" -C "$res" .
 rm -rf "$res"
 exit $status
