@@ -26,15 +26,34 @@ def row(b):
     return f"| {what} | {detail} | {SIZES.get(fields['n'], fields['n'])} | {us:.1f} | {gbps:.0f} | {bound:.2f} |"
 
 
+def rows(path):
+    """The table rows of one file; ValueError with the reason if it is not a whole benchmark
+    JSON of these programs (a run stopped at its time limit leaves a truncated file)."""
+    try:
+        with open(path) as f:
+            benchmarks = json.load(f)["benchmarks"]
+        return [row(b) for b in benchmarks
+                if b.get("run_type", "iteration") == "iteration" and "error_occurred" not in b]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError,
+            ZeroDivisionError) as e:
+        raise ValueError(f"{path}: not a complete octet_cuda_bench / octet_cuda_kernel_bench "
+                         f"JSON ({type(e).__name__}: {e})") from None
+
+
 def main(paths):
+    if not paths:
+        print("usage: gpu_table.py BENCHMARK.json [...]", file=sys.stderr)
+        return 2
+    try:
+        table = [r for path in paths for r in rows(path)]
+    except ValueError as e:
+        print(f"gpu_table.py: {e}", file=sys.stderr)
+        return 1
     print("| call | type | size | time (us) | GB/s of fp32 | fraction of copy bound |")
     print("|---|---|---|---|---|---|")
-    for path in paths:
-        with open(path) as f:
-            for b in json.load(f)["benchmarks"]:
-                if b.get("run_type", "iteration") == "iteration" and "error_occurred" not in b:
-                    print(row(b))
+    print("\n".join(table))
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))
