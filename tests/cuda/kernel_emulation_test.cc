@@ -175,10 +175,13 @@ void emulate_encode(unsigned grid, unsigned threads, const cuda_detail::EncodeAr
   });
 }
 
-// What launch_validate runs: the body rules over a grid, then the verdict.
-void emulate_validate(const cuda_detail::ValidateArgs& v) {
+// What launch_validate runs: the body rules over a grid (one warp unless told: every emulated
+// thread is a std::thread, and the random-corruption test validates 600 payloads), then the
+// verdict.
+void emulate_validate(const cuda_detail::ValidateArgs& v, unsigned grid = 1,
+                      unsigned threads = 32) {
   *v.status = 0;  // as launch_validate's memset
-  emu::launch(2, 64, 0, [&] { cuda_detail::validate_body_kernel(v); });
+  emu::launch(grid, threads, 0, [&] { cuda_detail::validate_body_kernel(v); });
   emu::launch(1, 32, 0, [&] { cuda_detail::validate_kernel(v); });
 }
 
@@ -575,7 +578,8 @@ struct Verdicts {
 };
 
 Verdicts validate_both(const codec::ResolvedOptions& r, uint64_t count,
-                       const std::vector<uint8_t>& buffer) {
+                       const std::vector<uint8_t>& buffer, unsigned grid = 1,
+                       unsigned threads = 32) {
   const std::array<uint32_t, 1024> deltas = cuda_detail::header_crc_deltas();
   uint32_t status = 0xDEAD, specials = 0xDEAD;
   cuda_detail::ValidateArgs v = cuda_detail::validate_args(r, count);
@@ -584,7 +588,7 @@ Verdicts validate_both(const codec::ResolvedOptions& r, uint64_t count,
   v.crc_delta = deltas.data();
   v.status = &status;
   v.specials = &specials;
-  emulate_validate(v);
+  emulate_validate(v, grid, threads);
   bool host_rejects = false;
   try {
     const PayloadInfo info = codec::read_header(buffer.data(), buffer.size());
@@ -675,6 +679,24 @@ TEST(KernelEmulation, ValidateNamesTheBrokenRule) {
   });
   expect("padding nibble", cuda_detail::kPayloadBadPadding,
          [&](std::vector<uint8_t>& b) { b[l.codes + l.code_bytes - 1] |= 0x10; });
+}
+
+// More scales than a grid of 2 CUDA blocks of 64 threads has threads (validate_body_kernel
+// strides over the grid): a broken scale is found in the first pass, the second and the last.
+TEST(KernelEmulation, ValidateCoversEveryScaleAcrossTheGrid) {
+  const Received base = received(DataType::kDynamic, 64 * 300 + 5, 64);
+  const uint32_t specials = inspect(base.buffer.data(), base.length).special_blocks;
+  const codec::Layout l = codec::make_layout(base.count, 64, 8, specials, false);
+  ASSERT_GT(l.blocks, 2u * 128u);
+  EXPECT_EQ(validate_both(base.options, base.count, base.buffer, 2, 64).device,
+            cuda_detail::kPayloadOk);
+  for (uint64_t b : {uint64_t{0}, uint64_t{129}, l.blocks - 1}) {
+    std::vector<uint8_t> bad = base.buffer;
+    codec::store_u32(bad.data() + l.scales + 4 * b, 0x7f800000u);  // an infinite scale
+    const Verdicts v = validate_both(base.options, base.count, bad, 2, 64);
+    EXPECT_EQ(v.device, cuda_detail::kPayloadBadScale) << "scale " << b;
+    EXPECT_TRUE(v.host_rejects);
+  }
 }
 
 // Random bit flips anywhere in the payload: the device rejects exactly what the host rejects.
