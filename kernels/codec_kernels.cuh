@@ -39,6 +39,11 @@ __device__ __forceinline__ uint32_t min_count(uint64_t a, uint64_t b) {
   return static_cast<uint32_t>(a < b ? a : b);
 }
 
+// Elements of the group of 4 at element i of a tensor of count (0 past its end).
+__device__ __forceinline__ uint32_t group_size(uint64_t count, uint64_t i) {
+  return i < count ? min_count(4, count - i) : 0u;
+}
+
 // Largest power of two (<= 16) that divides the address: which vector accesses are allowed.
 __device__ __forceinline__ int alignment_of(const void* p) {
   const uintptr_t u = reinterpret_cast<uintptr_t>(p);
@@ -166,14 +171,21 @@ __device__ __forceinline__ void store_flags(const EncodeArgs& a, uint64_t b, boo
   if (f != 0 && a.summary != nullptr) atomicOr(a.summary, f);
 }
 
-// Thread 0: the block's scale, stored in the payload and broadcast through shared memory.
-__device__ void finish_scale(const EncodeArgs& a, const detail::QuantTable& t, uint64_t b,
-                             const Stats& st, detail::BlockScale* shared_scale) {
-  const detail::BlockScale s = detail::make_block_scale(st.max_value, st.min_value, st.zeros);
-  *shared_scale = s;
+// Codec block b's scale s in the payload and its flags (mixed signs only matter to unsigned
+// types).
+__device__ __forceinline__ void store_block(const EncodeArgs& a, const detail::QuantTable& t,
+                                            uint64_t b, const Stats& st,
+                                            const detail::BlockScale& s) {
   store_u32(a.scales + 4 * b, detail::float_bits(s.scale), alignment_of(a.scales + 4 * b));
   const bool mixed = !t.is_signed && st.min_value < 0.0f && st.max_value > 0.0f;
   store_flags(a, b, st.nonfinite != 0, mixed);
+}
+
+// Thread 0: the block's scale, stored in the payload and broadcast through shared memory.
+__device__ void finish_scale(const EncodeArgs& a, const detail::QuantTable& t, uint64_t b,
+                             const Stats& st, detail::BlockScale* shared_scale) {
+  *shared_scale = detail::make_block_scale(st.max_value, st.min_value, st.zeros);
+  store_block(a, t, b, st, *shared_scale);
 }
 
 // Code of one element: non-finite elements get kNonFiniteCode, as on the CPU.
@@ -206,6 +218,17 @@ __device__ __forceinline__ void store_codes(uint8_t* codes, uint64_t i, uint32_t
   if (m > 2) dst[1] = static_cast<uint8_t>(c[2] | (m > 3 ? c[3] << 4 : 0u));
 }
 
+// Codes of the m values v of the group of element i, stored.
+template <bool kStochastic>
+__device__ __forceinline__ void quantize_group(const EncodeArgs& a, const detail::QuantTable& t,
+                                               uint64_t i, uint32_t m, const float v[4],
+                                               const detail::BlockScale& s) {
+  uint32_t c[4] = {0, 0, 0, 0};
+  for (uint32_t k = 0; k < m; ++k)
+    c[k] = element_code<kStochastic>(t, v[k], s, a.seed, a.index_offset + i + k);
+  store_codes(a.codes, i, m, a.bits, c);
+}
+
 template <bool kStochastic>
 __device__ void quantize_block(const EncodeArgs& a, const detail::QuantTable& t, uint64_t first,
                                uint32_t n, const detail::BlockScale& s, int align) {
@@ -213,10 +236,7 @@ __device__ void quantize_block(const EncodeArgs& a, const detail::QuantTable& t,
     const uint32_t m = min(4u, n - i);
     float v[4];
     load_group(a.in + first + i, m, align, v);
-    uint32_t c[4] = {0, 0, 0, 0};
-    for (uint32_t k = 0; k < m; ++k)
-      c[k] = element_code<kStochastic>(t, v[k], s, a.seed, a.index_offset + first + i + k);
-    store_codes(a.codes, first + i, m, a.bits, c);
+    quantize_group<kStochastic>(a, t, first + i, m, v, s);
   }
 }
 
@@ -280,22 +300,8 @@ __device__ __forceinline__ detail::BlockScale finish_tile_block(const EncodeArgs
                                                                 uint64_t b, const Stats& st,
                                                                 bool store) {
   const detail::BlockScale s = detail::make_block_scale(st.max_value, st.min_value, st.zeros);
-  if (store && b < a.blocks) {
-    store_u32(a.scales + 4 * b, detail::float_bits(s.scale), alignment_of(a.scales + 4 * b));
-    const bool mixed = !t.is_signed && st.min_value < 0.0f && st.max_value > 0.0f;
-    store_flags(a, b, st.nonfinite != 0, mixed);
-  }
+  if (store && b < a.blocks) store_block(a, t, b, st, s);
   return s;
-}
-
-template <bool kStochastic>
-__device__ __forceinline__ void quantize_group(const EncodeArgs& a, const detail::QuantTable& t,
-                                               uint64_t i, uint32_t m, const float v[4],
-                                               const detail::BlockScale& s) {
-  uint32_t c[4] = {0, 0, 0, 0};
-  for (uint32_t k = 0; k < m; ++k)
-    c[k] = element_code<kStochastic>(t, v[k], s, a.seed, a.index_offset + i + k);
-  store_codes(a.codes, i, m, a.bits, c);
 }
 
 // One warp, one tile. load(i, m, v) gives the m values of the group at element i.
@@ -308,7 +314,7 @@ __device__ __forceinline__ void encode_tile(const EncodeArgs& a, const detail::Q
   OCTET_UNROLL
   for (int j = 0; j < kTileRows; ++j) {
     const uint64_t i = first + 128 * j;
-    if (i < a.count) load(i, min_count(4, a.count - i), v[j]);
+    if (const uint32_t m = group_size(a.count, i)) load(i, m, v[j]);
   }
   const uint64_t blocks_before = tile << kQ;
   if constexpr (kQ == kTileShapes - 1) {
@@ -316,7 +322,7 @@ __device__ __forceinline__ void encode_tile(const EncodeArgs& a, const detail::Q
     OCTET_UNROLL
     for (int j = 0; j < kTileRows; ++j) {
       const uint64_t i = first + 128 * j;
-      const uint32_t m = i < a.count ? min_count(4, a.count - i) : 0u;
+      const uint32_t m = group_size(a.count, i);
       const Stats st = warp_reduce<16>(group_stats(v[j], m));
       const detail::BlockScale s =
           finish_tile_block(a, t, blocks_before + 2 * j + lane / 16, st, lane % 16 == 0);
@@ -329,15 +335,15 @@ __device__ __forceinline__ void encode_tile(const EncodeArgs& a, const detail::Q
       Stats part{0.0f, 0.0f, 0u, 0u};
       OCTET_UNROLL
       for (int j = k * kRowsPerBlock; j < (k + 1) * kRowsPerBlock; ++j) {
-        const uint64_t i = first + 128 * j;
-        if (i < a.count) part = combine(part, group_stats(v[j], min_count(4, a.count - i)));
+        part = combine(part, group_stats(v[j], group_size(a.count, first + 128 * j)));
       }
       const detail::BlockScale s =
           finish_tile_block(a, t, blocks_before + k, warp_reduce<32>(part), lane == 0);
       OCTET_UNROLL
       for (int j = k * kRowsPerBlock; j < (k + 1) * kRowsPerBlock; ++j) {
         const uint64_t i = first + 128 * j;
-        if (i < a.count) quantize_group<kStochastic>(a, t, i, min_count(4, a.count - i), v[j], s);
+        if (const uint32_t m = group_size(a.count, i))
+          quantize_group<kStochastic>(a, t, i, m, v[j], s);
       }
     }
   }
@@ -610,14 +616,14 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
     OCTET_UNROLL
     for (int u = 0; u < kDecodeUnroll; ++u) {
       const uint64_t i = 4 * (g + u * stride);
-      if (i < a.count)
-        decode_group(t, a.scales, a.codes, a.bits, i, min_count(4, a.count - i), block_shift, d[u]);
+      if (const uint32_t m = group_size(a.count, i))
+        decode_group(t, a.scales, a.codes, a.bits, i, m, block_shift, d[u]);
     }
     OCTET_UNROLL
     for (int u = 0; u < kDecodeUnroll; ++u) {
       const uint64_t i = 4 * (g + u * stride);
-      if (i >= a.count) continue;
-      const uint32_t m = min_count(4, a.count - i);
+      const uint32_t m = group_size(a.count, i);
+      if (m == 0) continue;
       float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
       if (a.accumulate) load_group(a.out + i, m, align, v);
       for (uint32_t k = 0; k < m; ++k) v[k] = a.accumulate ? v[k] + d[u][k] : d[u][k];
