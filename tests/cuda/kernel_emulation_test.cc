@@ -481,8 +481,8 @@ TEST(KernelEmulation, FusedReduceEncodeMatchesTheCpuPayloadOfTheReduction) {
   check_reduce_encode({DataType::kDynamic, 1001, 256, 4, 0, true, 1.0f, 1}, true);
   check_reduce_encode({DataType::kDynamic4, 999, 128, 5, 2, true, 1.0f, 2}, true);
   check_reduce_encode({DataType::kDynamic, 900, 64, 4, 2, true, 4.0f, 1}, false);     // overflow
-  check_reduce_encode({DataType::kDynamic, 5000, 2048, 3, 1, true, 1.0f, 0}, false);  // tiles
-  check_reduce_encode({DataType::kDynamic, 9000, 4096, 2, 0, false, 1.0f, 1}, true);  // > a tile
+  check_reduce_encode({DataType::kDynamic, 5000, 2048, 3, 1, true, 1.0f, 0}, false);  // 8-bit
+  check_reduce_encode({DataType::kDynamic, 9000, 4096, 2, 0, false, 1.0f, 1}, true);  // large block
 }
 
 // An encode finished on the device: the encode kernel, then compact_kernel, special_kernel with
