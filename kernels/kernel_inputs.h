@@ -67,28 +67,47 @@ inline FinishArgs finish_args(const codec::EncodePlan& plan) {
   return f;
 }
 
-// ValidateArgs for a payload of `count` elements encoded with these options, except the device
-// pointers (payload, crc_delta, status, specials) and the capacity, which the caller sets.
+// ValidateArgs with the expected header `header` (no special block), for a payload of `count`
+// elements whose layout with no special block is `base`, except the device pointers (payload,
+// crc_delta, status, specials) and the capacity, which the caller sets.
+inline ValidateArgs validate_args(const uint8_t (&header)[kHeaderBytes], const codec::Layout& base,
+                                  uint32_t block, uint64_t count, int bits) {
+  ValidateArgs v{};
+  for (uint32_t i = 0; i < kHeaderBytes; ++i) v.header[i] = header[i];
+  v.specials_at = codec::kHeaderSpecialsAt;
+  v.crc_at = codec::kHeaderCrcAt;
+  v.blocks = base.blocks;
+  v.block = block;
+  v.count = count;
+  v.bits = bits;
+  v.scales = base.scales;
+  v.codes = base.codes;
+  v.code_bytes = base.code_bytes;
+  v.special = base.special;
+  v.entry_bytes = static_cast<uint32_t>(base.special_entry);
+  v.base_size = base.size;
+  return v;
+}
+
+// ValidateArgs for a payload of `count` elements encoded with these options.
 inline ValidateArgs validate_args(const codec::ResolvedOptions& options, uint64_t count) {
   const codec::EncodePlan plan{
       &options, count,
       codec::make_layout(count, options.block, options.bits, 0, options.options.checksum)};
-  const FinishArgs f = finish_args(plan);
-  ValidateArgs v{};
-  for (uint32_t i = 0; i < kHeaderBytes; ++i) v.header[i] = f.header[i];
-  v.specials_at = f.specials_at;
-  v.crc_at = f.crc_at;
-  v.blocks = plan.base.blocks;
-  v.block = options.block;
-  v.count = count;
-  v.bits = options.bits;
-  v.scales = plan.base.scales;
-  v.codes = plan.base.codes;
-  v.code_bytes = plan.base.code_bytes;
-  v.special = plan.base.special;
-  v.entry_bytes = f.entry_bytes;
-  v.base_size = f.base_size;
-  return v;
+  uint8_t header[kHeaderBytes];
+  codec::write_plan_header(header, plan, 0);
+  return validate_args(header, plan.base, options.block, count, options.bits);
+}
+
+// ValidateArgs for a payload whose header the host has read and checked (info): its own header
+// with no special block is the one expected, so the device checks the body alone.
+inline ValidateArgs validate_args(const PayloadInfo& info) {
+  PayloadInfo base_info = info;
+  base_info.special_blocks = 0;
+  uint8_t header[kHeaderBytes];
+  codec::write_header(header, base_info);
+  return validate_args(header, layout_of(base_info), info.block_size, info.count,
+                       data_type_bits(info.type));
 }
 
 }  // namespace cuda_detail

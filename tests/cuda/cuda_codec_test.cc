@@ -506,6 +506,61 @@ TEST(CudaDecode, RejectsCorruptPayloadWithoutTouchingOutput) {
   expect_same_floats(sentinel, after);
 }
 
+// A device payload without a checksum has its body checked by the device kernels: each broken
+// body rule (a NaN scale, a special entry past the last block, a 4-bit padding nibble) is refused
+// with the CPU decoder's own message and code, and the output keeps its bytes.
+TEST(CudaDecode, RejectsBrokenBodiesCheckedOnTheDevice) {
+  SKIP_WITHOUT_DEVICE();
+  struct Case {
+    const char* name;
+    DataType type;
+    size_t n;
+    void (*breaks)(std::vector<uint8_t>&, size_t n);
+  };
+  const Case cases[] = {
+      {"NaN scale", DataType::kDynamic, 5000,
+       [](std::vector<uint8_t>& p, size_t) { p[32 + 3] = 0x7f, p[32 + 2] = 0xc0; }},
+      {"special entry past the last block", DataType::kDynamic, 1000,
+       [](std::vector<uint8_t>& p, size_t n) { p[32 + 4 + n] = 7; }},  // 1 block: scale, codes
+      {"4-bit padding nibble", DataType::kDynamic4, 1001,
+       [](std::vector<uint8_t>& p, size_t n) { p[32 + 4 * 8 + n / 2] |= 0x30; }},  // 8 blocks
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    CodecOptions o;
+    o.type = c.type;
+    const std::vector<float> x = make_input(c.n, 6, std::strcmp(c.name, "NaN scale") != 0, false);
+    std::vector<uint8_t> bad = encode(x, o);
+    c.breaks(bad, c.n);
+    std::string cpu_message;
+    try {
+      std::vector<float> cpu_out(c.n);
+      decode(bad.data(), bad.size(), cpu_out.data(), c.n);
+      ADD_FAILURE() << "the CPU accepts the broken payload";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kCorruptPayload);
+      cpu_message = e.what();
+    }
+    const std::vector<float> sentinel(c.n, 42.0f);
+    DeviceBytes d_out(c.n * 4, 0), d_payload(bad.size(), 0);
+    upload(d_out.get(), sentinel.data(), c.n * 4);
+    upload(d_payload.get(), bad.data(), bad.size());
+    for (DecodeMode mode : {DecodeMode::kOverwrite, DecodeMode::kAccumulate}) {
+      try {
+        decode_device(d_payload.get(), bad.size(), reinterpret_cast<float*>(d_out.get()), c.n,
+                      mode);
+        ADD_FAILURE() << "the device accepts the broken payload";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kCorruptPayload);
+        EXPECT_EQ(std::string(e.what()), cpu_message);
+      }
+    }
+    std::vector<float> after(c.n);
+    download(after.data(), d_out.get(), c.n * 4);
+    expect_same_floats(sentinel, after);
+  }
+}
+
 // Tensors far larger than the device's resident CUDA blocks, so every grid-stride loop wraps many
 // times, with NaN/Inf at random places and at the end, and an odd tail: encode (both entry
 // points, nearest and stochastic) and accumulating decode still give the CPU's bytes and floats.
