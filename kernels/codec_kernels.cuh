@@ -17,8 +17,11 @@
 // Full unrolling where nvcc compiles (the emulation's g++ does without).
 #ifdef __CUDACC__
 #define OCTET_UNROLL _Pragma("unroll")
+#define OCTET_PRAGMA(x) _Pragma(#x)
+#define OCTET_UNROLL_BY(n) OCTET_PRAGMA(unroll n)
 #else
 #define OCTET_UNROLL
+#define OCTET_UNROLL_BY(n)
 #endif
 
 // The dynamic shared memory of a kernel (the emulation supplies its own).
@@ -71,7 +74,8 @@ __device__ __forceinline__ void load_group(const float* p, uint32_t m, int align
     return;
   }
   const uint8_t* bytes = reinterpret_cast<const uint8_t*>(p);
-  for (uint32_t k = 0; k < m; ++k) v[k] = detail::bits_float(load_u32(bytes + 4 * k, align));
+  for (uint32_t k = 0; k < 4; ++k)  // not k < m: a constant trip count keeps v in registers
+    if (k < m) v[k] = detail::bits_float(load_u32(bytes + 4 * k, align));
 }
 
 __device__ __forceinline__ void store_group(float* p, uint32_t m, int align, const float v[4]) {
@@ -128,13 +132,14 @@ __device__ __forceinline__ Stats warp_reduce(Stats s) {
 // This lane's stats of the m valid elements of one group.
 __device__ __forceinline__ Stats group_stats(const float v[4], uint32_t m) {
   Stats s{0.0f, 0.0f, 0u, 0u};
-  for (uint32_t k = 0; k < m; ++k) {
-    if (!detail::is_finite_bits(detail::float_bits(v[k]))) {
-      s.nonfinite = 1;
-      continue;
+  for (uint32_t k = 0; k < 4; ++k)
+    if (k < m) {
+      if (!detail::is_finite_bits(detail::float_bits(v[k]))) {
+        s.nonfinite = 1;
+        continue;
+      }
+      s = combine(s, Stats{v[k], v[k], 0u, detail::zero_flags(v[k])});
     }
-    s = combine(s, Stats{v[k], v[k], 0u, detail::zero_flags(v[k])});
-  }
   return s;
 }
 
@@ -209,7 +214,8 @@ __device__ __forceinline__ void store_codes(uint8_t* codes, uint64_t i, uint32_t
       store_u32(dst, c[0] | c[1] << 8 | c[2] << 16 | c[3] << 24, align);
       return;
     }
-    for (uint32_t k = 0; k < m; ++k) dst[k] = static_cast<uint8_t>(c[k]);
+    for (uint32_t k = 0; k < 4; ++k)
+      if (k < m) dst[k] = static_cast<uint8_t>(c[k]);
     return;
   }
   // Two codes a byte, low nibble first; a missing high nibble (odd count) is zero.
@@ -224,8 +230,8 @@ __device__ __forceinline__ void quantize_group(const EncodeArgs& a, const detail
                                                uint64_t i, uint32_t m, const float v[4],
                                                const detail::BlockScale& s) {
   uint32_t c[4] = {0, 0, 0, 0};
-  for (uint32_t k = 0; k < m; ++k)
-    c[k] = element_code<kStochastic>(t, v[k], s, a.seed, a.index_offset + i + k);
+  for (uint32_t k = 0; k < 4; ++k)
+    if (k < m) c[k] = element_code<kStochastic>(t, v[k], s, a.seed, a.index_offset + i + k);
   store_codes(a.codes, i, m, a.bits, c);
 }
 
@@ -277,12 +283,14 @@ __global__ void __launch_bounds__(kThreads) encode_kernel(EncodeArgs a) {
 
 // ---- encode, a warp per tile of codec blocks ---------------------------------------------------
 // Codec blocks of up to kTileElements elements (the 8-bit default of 2048 and the 4-bit default
-// of 128 included) are encoded a warp per tile of kTileElements: each lane loads its kTileRows
-// groups at once (a row is 32 lanes x 4 elements), the warp reduces each codec block's stats
-// with shuffles, and every lane quantises its groups from registers. Why: the CUDA-block-per-
+// of 128 included) are encoded a warp per tile of kTileElements (a row is 32 lanes x 4 elements):
+// the warp reads a codec block's rows for its stats, reduces them with shuffles, then reads the
+// rows again (from L1 or L2: DRAM sees one read) and quantises them. Why: the CUDA-block-per-
 // codec-block loop above (kept for larger blocks) gives each thread two loads in flight and three
-// block barriers per codec block, so it waits on memory most of the time; here a warp has 8 KiB
-// in flight, reads its input once and never waits for another warp.
+// block barriers per codec block, so it waits on memory most of the time; a warp never waits for
+// another warp. Holding the tile in registers instead (64 floats a lane, 128 registers, 16 warps
+// an SM) took 329 us for 256 MiB of 8-bit on an H200 and 474-486 us for 4-bit; reading it twice
+// (38-40 registers, 55-62% occupancy) 237-243 and 293-299 us (docs/performance.md).
 constexpr int kTileRows = 16;
 constexpr uint32_t kTileElements = kTileRows * 128;
 constexpr int kTileShapes = 6;  // codec blocks of kTileElements >> q elements, q = 0..5 (64)
@@ -304,47 +312,82 @@ __device__ __forceinline__ detail::BlockScale finish_tile_block(const EncodeArgs
   return s;
 }
 
-// One warp, one tile. load(i, m, v) gives the m values of the group at element i.
+// The m values of the group at element i into v, +0 past the tensor's end (the stats need no m).
+template <typename Load>
+__device__ __forceinline__ uint32_t load_tile_group(uint64_t count, uint64_t i, float v[4],
+                                                    const Load& load) {
+  const uint32_t m = group_size(count, i);
+  if (m == 4) {
+    load(i, 4u, v);
+  } else {
+    for (int k = 0; k < 4; ++k) v[k] = 0.0f;
+    if (m > 0) load(i, m, v);
+  }
+  return m;
+}
+
+// The stats of the codec block of kRows rows from element `first` of this lane, reduced over the
+// kWidth lanes that hold it. Most blocks are finite and not all zero: there fmaxf/fminf from +0
+// give group_stats' max and min (only the sign of a zero result can differ, and make_block_scale
+// reads it only when both are zero), and the largest magnitude's bits show any NaN/Inf, at 3
+// instructions an element instead of about 10. Other blocks are read again for group_stats. The
+// warp takes that path together (__any_sync), so that its shuffles run on every lane, also when
+// the two halves of a warp hold different blocks.
+template <int kWidth, int kRows, typename Load>
+__device__ __forceinline__ Stats tile_block_stats(uint64_t count, uint64_t first,
+                                                  const Load& load) {
+  float hi = 0.0f, lo = 0.0f;
+  uint32_t top = 0;
+  OCTET_UNROLL_BY(4)
+  for (int r = 0; r < kRows; ++r) {
+    float v[4];
+    load_tile_group(count, first + 128 * r, v, load);
+    for (int k = 0; k < 4; ++k) {
+      hi = fmaxf(hi, v[k]);
+      lo = fminf(lo, v[k]);
+      const uint32_t magnitude = detail::float_bits(v[k]) & detail::kAbsMask;
+      top = magnitude > top ? magnitude : top;
+    }
+  }
+  for (int d = kWidth / 2; d > 0; d /= 2) {
+    hi = fmaxf(hi, __shfl_xor_sync(0xffffffffu, hi, d));
+    lo = fminf(lo, __shfl_xor_sync(0xffffffffu, lo, d));
+    const uint32_t other = __shfl_xor_sync(0xffffffffu, top, d);
+    top = other > top ? other : top;
+  }
+  const bool exact = top >= detail::kExpMask || (hi == 0.0f && lo == 0.0f);
+  if (!__any_sync(0xffffffffu, exact)) return Stats{hi, lo, 0u, 0u};
+  Stats part{0.0f, 0.0f, 0u, 0u};
+  for (int r = 0; r < kRows; ++r) {
+    float v[4];
+    const uint32_t m = load_tile_group(count, first + 128 * r, v, load);
+    part = combine(part, group_stats(v, m));
+  }
+  return warp_reduce<kWidth>(part);
+}
+
+// One warp, one tile: codec block by codec block (with 64-element blocks, two a row, one per
+// half-warp), its stats, its scale, then its codes. load(i, m, v) gives the m values of the group
+// at element i.
 template <bool kStochastic, int kQ, typename Load>
 __device__ __forceinline__ void encode_tile(const EncodeArgs& a, const detail::QuantTable& t,
                                             uint64_t tile, const Load& load) {
+  constexpr bool kHalves = kQ == kTileShapes - 1;
+  constexpr int kWidth = kHalves ? 16 : 32;
+  constexpr int kRows = kHalves ? 1 : kTileRows >> kQ;  // rows of a codec block
   const uint32_t lane = threadIdx.x % 32;
   const uint64_t first = tile * kTileElements + 4 * lane;  // this lane's group in row 0
-  float v[kTileRows][4];
-  OCTET_UNROLL
-  for (int j = 0; j < kTileRows; ++j) {
-    const uint64_t i = first + 128 * j;
-    if (const uint32_t m = group_size(a.count, i)) load(i, m, v[j]);
-  }
-  const uint64_t blocks_before = tile << kQ;
-  if constexpr (kQ == kTileShapes - 1) {
-    // 64-element codec blocks: each row holds two, one per half-warp.
-    OCTET_UNROLL
-    for (int j = 0; j < kTileRows; ++j) {
-      const uint64_t i = first + 128 * j;
-      const uint32_t m = group_size(a.count, i);
-      const Stats st = warp_reduce<16>(group_stats(v[j], m));
-      const detail::BlockScale s =
-          finish_tile_block(a, t, blocks_before + 2 * j + lane / 16, st, lane % 16 == 0);
-      if (m > 0) quantize_group<kStochastic>(a, t, i, m, v[j], s);
-    }
-  } else {
-    constexpr int kRowsPerBlock = kTileRows >> kQ;
-    OCTET_UNROLL
-    for (int k = 0; k < (1 << kQ); ++k) {
-      Stats part{0.0f, 0.0f, 0u, 0u};
-      OCTET_UNROLL
-      for (int j = k * kRowsPerBlock; j < (k + 1) * kRowsPerBlock; ++j) {
-        part = combine(part, group_stats(v[j], group_size(a.count, first + 128 * j)));
-      }
-      const detail::BlockScale s =
-          finish_tile_block(a, t, blocks_before + k, warp_reduce<32>(part), lane == 0);
-      OCTET_UNROLL
-      for (int j = k * kRowsPerBlock; j < (k + 1) * kRowsPerBlock; ++j) {
-        const uint64_t i = first + 128 * j;
-        if (const uint32_t m = group_size(a.count, i))
-          quantize_group<kStochastic>(a, t, i, m, v[j], s);
-      }
+  for (int k = 0; k < kTileRows / kRows; ++k) {
+    const uint64_t row0 = first + uint64_t{128} * kRows * k;
+    const Stats st = tile_block_stats<kWidth, kRows>(a.count, row0, load);
+    const uint64_t b = kHalves ? (tile << kQ) + 2 * k + lane / 16 : (tile << kQ) + k;
+    const detail::BlockScale s = finish_tile_block(a, t, b, st, lane % kWidth == 0);
+    OCTET_UNROLL_BY(4)
+    for (int r = 0; r < kRows; ++r) {
+      float v[4];
+      const uint64_t i = row0 + 128 * r;
+      if (const uint32_t m = load_tile_group(a.count, i, v, load))
+        quantize_group<kStochastic>(a, t, i, m, v, s);
     }
   }
 }
