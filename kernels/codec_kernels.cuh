@@ -193,13 +193,14 @@ __device__ void finish_scale(const EncodeArgs& a, const detail::QuantTable& t, u
   store_block(a, t, b, st, *shared_scale);
 }
 
-// Code of one element: non-finite elements get kNonFiniteCode, as on the CPU.
-template <bool kStochastic>
+// Code of one element: non-finite elements get kNonFiniteCode, as on the CPU. kPlain: the block
+// holds no NaN/Inf and its scale needs no rescaling (s.pre == 1, so normalize's x * 1 is exact).
+template <bool kStochastic, bool kPlain = false>
 __device__ __forceinline__ uint32_t element_code(const detail::QuantTable& t, float v,
                                                  const detail::BlockScale& s, uint64_t seed,
                                                  uint64_t index) {
-  if (!detail::is_finite_bits(detail::float_bits(v))) return detail::kNonFiniteCode;
-  const float xn = detail::normalize(v, s);
+  if (!kPlain && !detail::is_finite_bits(detail::float_bits(v))) return detail::kNonFiniteCode;
+  const float xn = kPlain ? v * s.inv : detail::normalize(v, s);
   return kStochastic ? detail::encode_stochastic(t, xn, seed, index)
                      : detail::encode_nearest(t, xn);
 }
@@ -225,13 +226,13 @@ __device__ __forceinline__ void store_codes(uint8_t* codes, uint64_t i, uint32_t
 }
 
 // Codes of the m values v of the group of element i, stored.
-template <bool kStochastic>
+template <bool kStochastic, bool kPlain = false>
 __device__ __forceinline__ void quantize_group(const EncodeArgs& a, const detail::QuantTable& t,
                                                uint64_t i, uint32_t m, const float v[4],
                                                const detail::BlockScale& s) {
   uint32_t c[4] = {0, 0, 0, 0};
   for (uint32_t k = 0; k < 4; ++k)
-    if (k < m) c[k] = element_code<kStochastic>(t, v[k], s, a.seed, a.index_offset + i + k);
+    if (k < m) c[k] = element_code<kStochastic, kPlain>(t, v[k], s, a.seed, a.index_offset + i + k);
   store_codes(a.codes, i, m, a.bits, c);
 }
 
@@ -366,6 +367,20 @@ __device__ __forceinline__ Stats tile_block_stats(uint64_t count, uint64_t first
   return warp_reduce<kWidth>(part);
 }
 
+// The codes of this lane's kRows rows of a codec block from element `first`, read again.
+template <bool kStochastic, bool kPlain, int kRows, typename Load>
+__device__ __forceinline__ void quantize_tile_block(const EncodeArgs& a,
+                                                    const detail::QuantTable& t, uint64_t first,
+                                                    const detail::BlockScale& s, const Load& load) {
+  OCTET_UNROLL_BY(4)
+  for (int r = 0; r < kRows; ++r) {
+    float v[4];
+    const uint64_t i = first + 128 * r;
+    if (const uint32_t m = load_tile_group(a.count, i, v, load))
+      quantize_group<kStochastic, kPlain>(a, t, i, m, v, s);
+  }
+}
+
 // One warp, one tile: codec block by codec block (with 64-element blocks, two a row, one per
 // half-warp), its stats, its scale, then its codes. load(i, m, v) gives the m values of the group
 // at element i.
@@ -382,13 +397,10 @@ __device__ __forceinline__ void encode_tile(const EncodeArgs& a, const detail::Q
     const Stats st = tile_block_stats<kWidth, kRows>(a.count, row0, load);
     const uint64_t b = kHalves ? (tile << kQ) + 2 * k + lane / 16 : (tile << kQ) + k;
     const detail::BlockScale s = finish_tile_block(a, t, b, st, lane % kWidth == 0);
-    OCTET_UNROLL_BY(4)
-    for (int r = 0; r < kRows; ++r) {
-      float v[4];
-      const uint64_t i = row0 + 128 * r;
-      if (const uint32_t m = load_tile_group(a.count, i, v, load))
-        quantize_group<kStochastic>(a, t, i, m, v, s);
-    }
+    if (st.nonfinite == 0 && s.pre == 1.0f)
+      quantize_tile_block<kStochastic, true, kRows>(a, t, row0, s, load);
+    else
+      quantize_tile_block<kStochastic, false, kRows>(a, t, row0, s, load);
   }
 }
 
