@@ -193,6 +193,15 @@ __device__ void finish_scale(const EncodeArgs& a, const detail::QuantTable& t, u
   store_block(a, t, b, st, *shared_scale);
 }
 
+// False when the reduction whose result this encode was given rejected a contribution (so it
+// wrote nothing, and the encode must not either).
+__device__ __forceinline__ bool gate_open(const EncodeArgs& a) {
+  if (a.gate == nullptr) return true;
+  for (int r = 0; r < a.gate_ranks; ++r)
+    if (r != a.gate_me && a.gate[r] != kPayloadOk) return false;
+  return true;
+}
+
 // Code of one element: non-finite elements get kNonFiniteCode, as on the CPU. kPlain: the block
 // holds no NaN/Inf and its scale needs no rescaling (s.pre == 1, so normalize's x * 1 is exact).
 template <bool kStochastic, bool kPlain = false>
@@ -273,6 +282,7 @@ __device__ void encode_blocks(const EncodeArgs& a, const uint8_t* smem, const Lo
 
 template <bool kStochastic>
 __global__ void __launch_bounds__(kThreads) encode_kernel(EncodeArgs a) {
+  if (!gate_open(a)) return;
   OCTET_DYNAMIC_SHARED(smem);
   copy_table(smem, a.table, a.table_bytes);
   __syncthreads();
@@ -416,6 +426,7 @@ __device__ void encode_tiles(const EncodeArgs& a, const detail::QuantTable& t, c
 
 template <bool kStochastic, int kQ>
 __global__ void __launch_bounds__(kThreads) encode_tile_kernel(EncodeArgs a) {
+  if (!gate_open(a)) return;
   OCTET_DYNAMIC_SHARED(smem);
   copy_table(smem, a.table, a.table_bytes);
   __syncthreads();

@@ -44,6 +44,12 @@ struct EncodeArgs {
   uint32_t* summary;
   int bits;
   int sms;  // multiprocessors of the device: the grid fills them, then loops over codec blocks
+  // Device, `gate_ranks` entries, or null: when this encodes a reduction's result, that
+  // reduction's ReduceArgs::statuses (gate_me = its `me`): if another rank's is not kPayloadOk,
+  // the reduction wrote nothing and the encode kernels write nothing either.
+  const uint32_t* gate = nullptr;
+  int gate_ranks = 0;
+  int gate_me = 0;
 };
 
 // Writes the special section: entry s describes codec block list[s] (u32 index, then a 2-bit
@@ -171,10 +177,11 @@ cudaError_t launch_reduce(const ReduceArgs& a, cudaStream_t stream);
 // validate_body_kernel over the grid, then validate_kernel (one thread): writes *a.status (used
 // as the body kernels' scratch word first) and *a.specials.
 cudaError_t launch_validate(const ValidateArgs& a, cudaStream_t stream);
-// The reduction and the encode kernel's work on its result in one kernel: r.out receives the
-// reduced values (the special section's writer reads them), e the scales, codes and flags of
-// encoding them. e.in must be r.out, with the same count, block and bits (else
-// cudaErrorInvalidValue).
+// The reduction and the encode kernel's work on its result: r.out receives the reduced values
+// (the special section's writer reads them), e the scales, codes and flags of encoding them, and
+// nothing is written when r.statuses rejects a contribution. e.in must be r.out, with the same
+// count, block and bits (else cudaErrorInvalidValue). Codec blocks of a tile or less take
+// reduce_kernel, then encode_tile_kernel gated by r.statuses; larger ones one fused kernel.
 cudaError_t launch_reduce_encode(const ReduceArgs& r, const EncodeArgs& e, cudaStream_t stream);
 #endif
 

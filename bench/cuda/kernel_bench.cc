@@ -1,6 +1,8 @@
 // The device kernels that no public function reaches yet, timed through their launchers (Google
 // Benchmark): the owner's reduction of a compressed allreduce (reduce_kernel) for P ranks, alone,
-// followed by the encode kernel, and fused with it (work = 0, 1, 2). Each
+// followed by the encode kernel, and through launch_reduce_encode (work = 0, 1, 2: the same two
+// kernels, gated by the contributions' statuses, for codec blocks of a tile or less; one fused
+// kernel for larger blocks). Each
 // case also times a device-to-device copy of the fp32 chunk in the same run: `vs_copy` = kernel
 // time / copy time. The kernel reads P-1 payloads (about 1 byte an element each) and the owner's
 // 4 bytes and writes 4, so its floor is close to the copy's. Exits 0 with a message when there is
@@ -33,8 +35,8 @@ int sm_count() {
   return sms;
 }
 
-// What is timed: the reduction alone, the reduction and its re-encoding as two launches, or the
-// fused kernel that does both.
+// What is timed: the reduction alone, the reduction and its re-encoding as two launches, or
+// launch_reduce_encode.
 enum Work : int64_t { kReduce = 0, kReduceThenEncode = 1, kFused = 2 };
 
 // Args: n elements, type, ranks, work. Rank 0 owns the chunk; ranks 1..P-1 sent CPU-encoded

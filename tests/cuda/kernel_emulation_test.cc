@@ -202,9 +202,18 @@ void emulate_validate(const cuda_detail::ValidateArgs& v, unsigned grid = 1,
   emu::launch(1, 32, 0, [&] { cuda_detail::validate_kernel(v); });
 }
 
-// What launch_reduce_encode runs: the fused kernel of a CUDA block per codec block.
+// What launch_reduce_encode runs: for codec blocks of a tile or less the reduction, then the
+// gated tile encode; for larger ones the fused kernel of a CUDA block per codec block.
 void emulate_reduce_encode(unsigned grid, unsigned threads, const cuda_detail::ReduceArgs& r,
                            const cuda_detail::EncodeArgs& e) {
+  if (cuda_detail::tile_shape_of(e.block) >= 0) {
+    emu::launch(grid, threads, 0, [&] { cuda_detail::reduce_kernel(r); });
+    cuda_detail::EncodeArgs gated = e;
+    gated.gate = r.statuses;
+    gated.gate_ranks = r.ranks;
+    gated.gate_me = r.me;
+    return emulate_encode(grid, threads, gated);
+  }
   if (e.summary) *e.summary = 0;
   emu::launch(grid, threads, e.table_bytes, [&] {
     if (e.stochastic)
@@ -460,10 +469,8 @@ TEST(KernelEmulation, ReduceAveragesOverflowingSumsAsTheCollectivesDo) {
   EXPECT_GT(check_reduce({DataType::kDynamic4, 600, 128, 3, 0, true, 5.0f, 0}), 0u);
 }
 
-// A contribution that validate_kernel rejected stops the reduction and the fused kernel before
-// they write anything; all valid, they run.
-TEST(KernelEmulation, ReduceWritesNothingWhenAContributionWasRejected) {
-  const ReduceCase c{DataType::kDynamic, 300, 64, 3, 1, false, 1.0f, 0};
+void expect_nothing_written_when_rejected(const ReduceCase& c) {
+  SCOPED_TRACE(trace(c));
   const kernel_cases::ReduceInputs in = kernel_cases::reduce_inputs(c);
   for (uint32_t bad : {cuda_detail::kPayloadOk, cuda_detail::kPayloadBadScale}) {
     Staged st = stage(c, in);
@@ -489,6 +496,15 @@ TEST(KernelEmulation, ReduceWritesNothingWhenAContributionWasRejected) {
         std::all_of(body.begin(), body.end(), [](uint8_t b) { return b == 0xAB; });
     EXPECT_EQ(body_untouched, bad != cuda_detail::kPayloadOk);
   }
+}
+
+// A contribution that validate_kernel rejected stops the reduction, and the encode of its result
+// (the gated tile encode for 64-element blocks, the fused kernel for 4096), before they write
+// anything; all valid, they run.
+TEST(KernelEmulation, ReduceWritesNothingWhenAContributionWasRejected) {
+  for (const ReduceCase& c : {ReduceCase{DataType::kDynamic, 300, 64, 3, 1, false, 1.0f, 0},
+                              ReduceCase{DataType::kDynamic, 5000, 4096, 3, 1, false, 1.0f, 0}})
+    expect_nothing_written_when_rejected(c);
 }
 
 TEST(KernelEmulation, FusedReduceEncodeMatchesTheCpuPayloadOfTheReduction) {
