@@ -327,6 +327,16 @@ struct Workspace {
   uint32_t* words = nullptr;
   uint32_t* crc_delta = nullptr;
   uint64_t blocks = 0;
+  // Held while a call grows the scratch and enqueues the kernels that use it: the calls of
+  // several host threads on one stream then run one after another on the device, never
+  // interleaved over the same scratch.
+  std::mutex enqueue;
+};
+
+// A stream's workspace, held for the caller until `hold` goes.
+struct HeldWorkspace {
+  Workspace& w;
+  std::unique_lock<std::mutex> hold;
 };
 
 void refuse_while_capturing(cudaStream_t stream) {
@@ -338,12 +348,17 @@ void refuse_while_capturing(cudaStream_t stream) {
         "and cannot be captured; call it once before the capture");
 }
 
-Workspace& workspace(int device, cudaStream_t stream, uint64_t blocks) {
+HeldWorkspace workspace(int device, cudaStream_t stream, uint64_t blocks) {
   static std::mutex mutex;
-  static std::map<std::pair<int, cudaStream_t>, Workspace> all;
-  const std::lock_guard<std::mutex> lock(mutex);
-  Workspace& w = all[{device, stream}];
-  if (w.words != nullptr && blocks <= w.blocks) return w;
+  static std::map<std::pair<int, cudaStream_t>, Workspace> all;  // nodes never move
+  Workspace* found = nullptr;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    found = &all[{device, stream}];
+  }
+  Workspace& w = *found;
+  std::unique_lock<std::mutex> hold(w.enqueue);
+  if (w.words != nullptr && blocks <= w.blocks) return {w, std::move(hold)};
   refuse_while_capturing(stream);
   if (w.words == nullptr) {
     const std::array<uint32_t, 1024> deltas = cuda_detail::header_crc_deltas();
@@ -363,7 +378,7 @@ Workspace& workspace(int device, cudaStream_t stream, uint64_t blocks) {
     check(cudaMalloc(&w.list, 4 * blocks), "cudaMalloc");
     w.blocks = blocks;
   }
-  return w;
+  return {w, std::move(hold)};
 }
 
 // The one device holding every named pointer (null ones are skipped: empty ranges); throws
@@ -404,7 +419,8 @@ void encode_payload_async(const codec::ResolvedOptions& r, const float* d_in, si
       common_device("encode_device_async",
                     {{count > 0 ? d_in : nullptr, "input"}, {out, "output"}, {d_size, "size"}});
   const DeviceScope scope(device);
-  Workspace& w = workspace(device, stream, plan.base.blocks);
+  const HeldWorkspace held = workspace(device, stream, plan.base.blocks);
+  const Workspace& w = held.w;
   cuda_detail::EncodeArgs e = encode_args(d_in, count, r, plan.base, out, w.flags);
   e.summary = w.words + 3;
   if (count > 0) check(cuda_detail::launch_encode(e, stream), "encode kernel launch");
@@ -445,7 +461,8 @@ void decode_payload_async(const codec::ResolvedOptions& r, const uint8_t* payloa
       "decode_device_async",
       {{payload, "payload"}, {count > 0 ? out : nullptr, "output"}, {d_status, "status"}});
   const DeviceScope scope(device);
-  Workspace& w = workspace(device, stream, 0);
+  const HeldWorkspace held = workspace(device, stream, 0);
+  const Workspace& w = held.w;
   v.payload = payload;
   v.capacity = capacity;
   v.crc_delta = w.crc_delta;
@@ -479,8 +496,50 @@ void validate_on_host(const uint8_t* payload, bool on_device, const PayloadInfo&
     codec::validate_body(payload, info, l);
 }
 
+// The decode kernels' arguments for a payload (already on the device at d_payload) with this
+// header and layout.
+cuda_detail::DecodeArgs decode_args(const PayloadInfo& info, const Layout& l,
+                                    const uint8_t* d_payload, float* out, DecodeMode mode) {
+  cuda_detail::DecodeArgs a{};
+  a.scales = d_payload + l.scales;
+  a.codes = d_payload + l.codes;
+  a.special = d_payload + l.special;
+  a.specials = info.special_blocks;
+  a.count = info.count;
+  a.block = info.block_size;
+  a.bits = data_type_bits(info.type);
+  a.table = device_table(info.type, info.mantissa_exponent_offset);
+  a.out = out;
+  a.accumulate = mode == DecodeMode::kAccumulate;
+  a.sms = sm_count();
+  return a;
+}
+
+// The body check on the device (launch_validate's kernels), then the decode kernels gated by its
+// verdict, which comes back (0: valid and decoded). The verdict and the count live in words of
+// this call's own: the workspace's are shared by every call on the stream, and two host threads
+// may decode on the same stream at once.
+uint32_t decode_checked_on_device(const PayloadInfo& info, size_t length, cuda_detail::DecodeArgs a,
+                                  const uint8_t* d_payload, int device, cudaStream_t stream) {
+  DeviceBuffer words(2 * sizeof(uint32_t), stream);
+  cuda_detail::ValidateArgs v = cuda_detail::validate_args(info);
+  v.payload = d_payload;
+  v.capacity = length;
+  v.crc_delta = workspace(device, stream, 0).w.crc_delta;  // constant once made
+  v.status = reinterpret_cast<uint32_t*>(words.get());
+  v.specials = v.status + 1;
+  check(cuda_detail::launch_validate(v, stream), "validate kernel launch");
+  a.status = v.status;
+  a.specials_at = v.specials;
+  check(cuda_detail::launch_decode(a, stream), "decode kernel launch");
+  uint32_t status = cuda_detail::kPayloadOk;
+  copy(&status, v.status, sizeof status, stream);
+  sync(stream);
+  return status;
+}
+
 // A device payload without a checksum has its body checked on the device, by the kernels of
-// decode_device_async, before the decode kernel that they gate (the host check of the 524288
+// decode_device_async, before the decode kernels that they gate (the host check of the 524288
 // scales of 256 MiB of 4-bit took 2.8 ms on an H200). Only a broken payload comes to the host,
 // for validate_body's own message. With a checksum the host reads the whole payload anyway.
 void decode_payload(const uint8_t* payload, size_t length, float* d_out, size_t count,
@@ -503,41 +562,18 @@ void decode_payload(const uint8_t* payload, size_t length, float* d_out, size_t 
   DeviceBuffer staging(p_at.on_device ? 0 : length, stream);
   const uint8_t* d_payload = p_at.on_device ? payload : staging.get();
   if (!p_at.on_device) copy(staging.get(), payload, length, stream);
-
-  cuda_detail::DecodeArgs a{};
-  a.scales = d_payload + l.scales;
-  a.codes = d_payload + l.codes;
-  a.special = d_payload + l.special;
-  a.specials = info.special_blocks;
-  a.count = info.count;
-  a.block = info.block_size;
-  a.bits = data_type_bits(info.type);
-  a.table = device_table(info.type, info.mantissa_exponent_offset);
-  a.out = d_out;
-  a.accumulate = mode == DecodeMode::kAccumulate;
-  a.sms = sm_count();
-  uint32_t status = cuda_detail::kPayloadOk;
-  if (check_on_device) {
-    const Workspace& w = workspace(out_at.device, stream, 0);
-    cuda_detail::ValidateArgs v = cuda_detail::validate_args(info);
-    v.payload = d_payload;
-    v.capacity = length;
-    v.crc_delta = w.crc_delta;
-    v.status = w.words + 1;
-    v.specials = w.words + 2;
-    check(cuda_detail::launch_validate(v, stream), "validate kernel launch");
-    a.status = v.status;
-    a.specials_at = v.specials;
+  const cuda_detail::DecodeArgs a = decode_args(info, l, d_payload, d_out, mode);
+  if (!check_on_device) {
     check(cuda_detail::launch_decode(a, stream), "decode kernel launch");
-    copy(&status, v.status, sizeof status, stream);
-  } else {
-    check(cuda_detail::launch_decode(a, stream), "decode kernel launch");
+    return sync(stream);
   }
-  sync(stream);
+  const uint32_t status =
+      decode_checked_on_device(info, length, a, d_payload, out_at.device, stream);
   if (status == cuda_detail::kPayloadOk) return;
   validate_on_host(payload, true, info, l, stream);  // throws validate_body's message
-  throw Error(ErrorCode::kInternal, "decode_device: the device rejected a payload body that the "
-                                    "host accepts (rule " + std::to_string(status) + ")");
+  throw Error(ErrorCode::kInternal, "decode_device: the device rejected a payload body that the " +
+                                        std::string("host accepts (rule ") +
+                                        std::to_string(status) + ")");
 }
 
 class DeviceBackend final : public codec::CodecBackend {

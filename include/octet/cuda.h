@@ -42,7 +42,8 @@ OCTET_API size_t encode_device(const float* d_in, size_t count, const CodecOptio
 // the device. options.checksum is not supported here (kInvalidArgument). No allocation after the
 // first call for a stream and size: a workspace is kept per device and stream, growing with the
 // largest call, so after one call of the largest size (outside a capture) the call can be
-// captured in a CUDA graph.
+// captured in a CUDA graph. Host threads may share a stream: a call enqueues its kernels under
+// the workspace's lock, so calls on one stream run one after another, not interleaved.
 OCTET_API void encode_device_async(const float* d_in, size_t count, const CodecOptions& options,
                                    uint8_t* d_out, size_t out_capacity, uint64_t* d_size,
                                    void* stream = nullptr);

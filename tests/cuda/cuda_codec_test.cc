@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "octet/codec.h"
@@ -504,6 +505,51 @@ TEST(CudaDecode, RejectsCorruptPayloadWithoutTouchingOutput) {
   std::vector<float> after(n);
   download(after.data(), d_out.get(), n * 4);
   expect_same_floats(sentinel, after);
+}
+
+// Host threads sharing one stream: each call enqueues its kernels while it holds the stream's
+// workspace, so that the calls of four threads (NaN/Inf in different blocks, sizes that make the
+// workspace grow) run one after another on the device, and every payload and decode is the
+// CPU's. Were the kernels of two calls interleaved, one call's flags or count would be the other's.
+TEST(CudaAsync, ThreadsSharingAStreamGetTheirOwnResults) {
+  SKIP_WITHOUT_DEVICE();
+  cudaStream_t stream;
+  cuda_ok(cudaStreamCreate(&stream));
+  auto work = [stream](uint32_t t) {
+    CodecOptions o;
+    const size_t n = 100000 + 40961 * t;
+    const std::vector<float> x = make_input(n, 30 + t, true, false);
+    const std::vector<uint8_t> want = encode(x, o);
+    std::vector<float> want_floats(n);
+    decode(want.data(), want.size(), want_floats.data(), n);
+    const size_t cap = max_encoded_size(n, o);
+    DeviceBytes in(n * 4, 0), out(cap, 0), size(8, 0), back(n * 4, 0), status(4, 0);
+    upload(in.get(), x.data(), n * 4);
+    for (int round = 0; round < 25; ++round) {
+      encode_device_async(reinterpret_cast<const float*>(in.get()), n, o, out.get(), cap,
+                          reinterpret_cast<uint64_t*>(size.get()), stream);
+      decode_device_async(out.get(), cap, o, reinterpret_cast<float*>(back.get()), n,
+                          reinterpret_cast<uint32_t*>(status.get()), DecodeMode::kOverwrite,
+                          stream);
+      EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      uint64_t got_size = 0;
+      uint32_t verdict = 1;
+      download(&got_size, size.get(), sizeof got_size);
+      download(&verdict, status.get(), sizeof verdict);
+      std::vector<uint8_t> got(got_size);
+      download(got.data(), out.get(), got.size());
+      std::vector<float> floats(n);
+      download(floats.data(), back.get(), n * 4);
+      EXPECT_EQ(got, want) << "thread " << t << " round " << round;
+      EXPECT_EQ(verdict, 0u) << "thread " << t << " round " << round;
+      expect_same_floats(want_floats, floats);
+      if (::testing::Test::HasFailure()) return;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < 4; ++t) threads.emplace_back(work, t);
+  for (std::thread& th : threads) th.join();
+  cudaStreamDestroy(stream);
 }
 
 // A device payload without a checksum has its body checked by the device kernels: each broken
