@@ -3,11 +3,19 @@
 # the C library or the CUDA driver, into one folder that runs on a machine with a GPU but without
 # Debian's packages (the `device` machine of docs/performance.md). The folder's run.sh runs them.
 #
-#   bench/cuda/device_bundle.sh BUILD_DIR OUT_DIR      # here, after building BUILD_DIR
-#   OUT_DIR/run.sh [tests|bench|memcheck|nccl|all]     # there; results in $OUT/gpu-results.tgz
+#   bench/cuda/device_bundle.sh BUILD_DIR OUT_DIR [NAME=LIB ...]   # here, after building
+#   OUT_DIR/run.sh [tests|bench|memcheck|nccl|all]                  # there: $OUT/gpu-results.tgz
+#   VARIANT=NAME OUT_DIR/run.sh ...                                 # with variant NAME's library
+#
+# NAME=LIB puts another build's liboctet_cuda.so.X.Y.Z (a kernel variant, built from the same
+# sources but for the kernels) into OUT_DIR/variants/NAME/, so that one device call can compare
+# variants with the same programs. octet_cuda_test and octet_cuda_bench load the variant;
+# octet_cuda_kernel_test and octet_cuda_kernel_bench compile the bundled build's kernels in.
 set -euo pipefail
-build=${1:?usage: device_bundle.sh BUILD_DIR OUT_DIR}
-out=${2:?usage: device_bundle.sh BUILD_DIR OUT_DIR}
+usage="usage: device_bundle.sh BUILD_DIR OUT_DIR [NAME=LIB ...]"
+build=${1:?$usage}
+out=${2:?$usage}
+shift 2
 programs=(tests/cuda/octet_cuda_test tests/cuda/octet_cuda_kernel_test
           tests/cuda/octet_cuda_emulation_test bench/cuda/octet_cuda_bench
           bench/cuda/octet_cuda_kernel_bench)
@@ -30,6 +38,16 @@ done | sort -u | while read -r name path; do
   [[ $name =~ $skip ]] || cp -L "$path" "$out.partial/lib/$name"
 done
 
+for variant in "$@"; do
+  name=${variant%%=*}
+  lib=${variant#*=}
+  [[ $name =~ ^[A-Za-z0-9_.-]+$ && $name != "$variant" && -f $lib ]] ||
+    { echo "device_bundle.sh: '$variant' is not NAME=LIB with an existing LIB" >&2; exit 1; }
+  mkdir -p "$out.partial/variants/$name"
+  file=$(basename "$cuda_lib")  # liboctet_cuda.so.X.Y.Z, linked as liboctet_cuda.so.X
+  cp "$lib" "$out.partial/variants/$name/$file"
+  ln -s "$file" "$out.partial/variants/$name/${file%.*.*}"
+done
 cp "$(dirname "$0")/nccl_hostid_probe.py" "$out.partial/"
 cat > "$out.partial/run.sh" <<'RUN'
 #!/bin/bash
@@ -39,9 +57,17 @@ cat > "$out.partial/run.sh" <<'RUN'
 # (else ./gpu-results.tgz beside this script). Exits non-zero if a test failed.
 #   MIN_TIME (default 0.05): --benchmark_min_time of both benchmarks
 #   KFILTER: octet_cuda_kernel_bench's --benchmark_filter (default: 32 and 256 MiB, 4 ranks)
+#   VARIANT: the name of a library in variants/ (device_bundle.sh NAME=LIB) to test instead of
+#     the bundled one (the kernel test and benchmark keep the bundled kernels, compiled in)
 here=$(cd "$(dirname "$0")" && pwd)
-export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export OCTET_CUDA_LIBRARY=$(ls "$here"/lib/liboctet_cuda.so.*.*.* | head -1)
+libs="$here/lib"
+if [[ -n ${VARIANT:-} ]]; then
+  [[ -d $here/variants/$VARIANT ]] || { echo "run.sh: no variant '$VARIANT' in $here/variants" >&2; exit 2; }
+  libs="$here/variants/$VARIANT:$libs"
+fi
+export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export OCTET_CUDA_LIBRARY=$(ls "${libs%%:*}"/liboctet_cuda.so.*.*.* | head -1)
+echo "library: $OCTET_CUDA_LIBRARY"
 res=$(mktemp -d)
 what=${1:-all}
 mt=${MIN_TIME:-0.05}
