@@ -193,13 +193,19 @@ __device__ void finish_scale(const EncodeArgs& a, const detail::QuantTable& t, u
   store_block(a, t, b, st, *shared_scale);
 }
 
+// False when validate_kernel rejected one of the other ranks' payloads (statuses: `ranks`
+// verdicts in device memory, or null: known valid).
+__device__ __forceinline__ bool others_valid(const uint32_t* statuses, int ranks, int me) {
+  if (statuses == nullptr) return true;
+  for (int r = 0; r < ranks; ++r)
+    if (r != me && statuses[r] != kPayloadOk) return false;
+  return true;
+}
+
 // False when the reduction whose result this encode was given rejected a contribution (so it
 // wrote nothing, and the encode must not either).
 __device__ __forceinline__ bool gate_open(const EncodeArgs& a) {
-  if (a.gate == nullptr) return true;
-  for (int r = 0; r < a.gate_ranks; ++r)
-    if (r != a.gate_me && a.gate[r] != kPayloadOk) return false;
-  return true;
+  return others_valid(a.gate, a.gate_ranks, a.gate_me);
 }
 
 // Code of one element: non-finite elements get kNonFiniteCode, as on the CPU. kPlain: the block
@@ -778,12 +784,9 @@ __device__ float average_of_terms(const ReduceArgs& a, const detail::QuantTable&
   return avg;
 }
 
-// False when validate_kernel rejected one of the other ranks' payloads.
+// others_valid over the reduction's own statuses.
 __device__ bool contributions_valid(const ReduceArgs& a) {
-  if (a.statuses == nullptr) return true;
-  for (int r = 0; r < a.ranks; ++r)
-    if (r != a.me && a.statuses[r] != kPayloadOk) return false;
-  return true;
+  return others_valid(a.statuses, a.ranks, a.me);
 }
 
 // The reduction of the m elements of the group at i (any group of the tensor).
