@@ -84,11 +84,7 @@ cudaError_t launch_reduce_encode(const ReduceArgs& r, const EncodeArgs& e, cudaS
   if (tile_shape_of(e.block) >= 0) {
     const cudaError_t status = launch_reduce(r, stream);
     if (status != cudaSuccess) return status;
-    EncodeArgs gated = e;
-    gated.gate = r.statuses;
-    gated.gate_ranks = r.ranks;
-    gated.gate_me = r.me;
-    return launch_encode(gated, stream);
+    return launch_encode(gated_by(e, r), stream);
   }
   const cudaError_t status = clear_summary(e, stream);
   if (status != cudaSuccess) return status;

@@ -202,6 +202,14 @@ __device__ __forceinline__ bool others_valid(const uint32_t* statuses, int ranks
   return true;
 }
 
+// e, to encode the result of reduction r: it writes nothing when r rejected a contribution.
+inline EncodeArgs gated_by(EncodeArgs e, const ReduceArgs& r) {
+  e.gate = r.statuses;
+  e.gate_ranks = r.ranks;
+  e.gate_me = r.me;
+  return e;
+}
+
 // False when the reduction whose result this encode was given rejected a contribution (so it
 // wrote nothing, and the encode must not either).
 __device__ __forceinline__ bool gate_open(const EncodeArgs& a) {

@@ -208,11 +208,7 @@ void emulate_reduce_encode(unsigned grid, unsigned threads, const cuda_detail::R
                            const cuda_detail::EncodeArgs& e) {
   if (cuda_detail::tile_shape_of(e.block) >= 0) {
     emu::launch(grid, threads, 0, [&] { cuda_detail::reduce_kernel(r); });
-    cuda_detail::EncodeArgs gated = e;
-    gated.gate = r.statuses;
-    gated.gate_ranks = r.ranks;
-    gated.gate_me = r.me;
-    return emulate_encode(grid, threads, gated);
+    return emulate_encode(grid, threads, cuda_detail::gated_by(e, r));
   }
   if (e.summary) *e.summary = 0;
   emu::launch(grid, threads, e.table_bytes, [&] {
