@@ -494,17 +494,73 @@ size_t EncodeBuckets(const KeyedLevels& keyed, const detail::QuantTable& t, cons
 }
 
 #if HWY_TARGET != HWY_AVX2
-// A vector a step (AVX-512 targets).
-size_t EncodeSegments(const Lookup& lookup, const SegmentLevels& seg, const detail::QuantTable& t,
-                      const float* x, size_t n, const detail::BlockScale& s, uint8_t* codes) {
+// CodePacker for 512-bit vectors: 64 levels at once, the sign fix-up on bytes (one mask test
+// and one masked move for 64 codes instead of seven operations per 16 lanes). Requires
+// spare_code == top for signed types (CodePacker's rule; usable() checks it).
+struct CodePacker512 {
+  explicit CodePacker512(const detail::QuantTable& t)
+      : is_signed(t.is_signed != 0),
+        top_neg(_mm512_set1_epi8(static_cast<char>(t.top - 1))),
+        sign_code(_mm512_set1_epi8(static_cast<char>(t.sign_code))),
+        // packs interleave 128-bit lanes: packed dword 4j + k holds vector k's lane-j elements.
+        order(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)) {}
+
+  static bool usable(const detail::QuantTable& t) { return !t.is_signed || t.spare_code == t.top; }
+
+  HWY_INLINE void Store(const hn::Vec<DI> level[4], const hn::Vec<DI> u[4], uint8_t* out) const {
+    const __m512i l = _mm512_packus_epi16(_mm512_packs_epi32(level[0].raw, level[1].raw),
+                                          _mm512_packs_epi32(level[2].raw, level[3].raw));
+    __m512i code = l;
+    if (is_signed) {
+      const __m512i sign = _mm512_packs_epi16(_mm512_packs_epi32(u[0].raw, u[1].raw),
+                                              _mm512_packs_epi32(u[2].raw, u[3].raw));
+      // Negative and nonzero level: min(level, top - 1) | sign_code; negative zero stays 0.
+      const __mmask64 neg = _mm512_mask_test_epi8_mask(_mm512_movepi8_mask(sign), l, l);
+      code = _mm512_mask_mov_epi8(l, neg, _mm512_or_si512(_mm512_min_epu8(l, top_neg), sign_code));
+    }
+    _mm512_storeu_si512(out, _mm512_permutexvar_epi32(order, code));
+  }
+
+  bool is_signed;
+  __m512i top_neg, sign_code, order;
+};
+
+// AVX-512 targets: 4 vectors a step (one ambiguity test, one byte store of 64 codes), then a
+// vector a step for the rest.
+template <bool kPre>
+size_t EncodeSegments(const Lookup& lookup, const SegmentLevels& segments,
+                      const detail::QuantTable& t, const float* x, size_t n,
+                      const detail::BlockScale& s, uint8_t* codes) {
+  const DF df;
   const DI di;
   const DC dc;
   const size_t N = hn::Lanes(di);
+  // Local copies: the code stores (bytes) could alias anything reached through a reference.
+  const SegmentLevels seg = segments;
   const auto abs_mask = hn::Set(di, static_cast<int32_t>(detail::kAbsMask));
+  const auto pre = hn::Set(df, s.pre), inv = hn::Set(df, s.inv);
+  auto normalized = [&](const float* p) {
+    auto v = LoadFloats(p);
+    if (kPre) v = hn::Mul(v, pre);
+    return hn::BitCast(di, hn::Mul(v, inv));
+  };
   size_t i = 0;
+  if (CodePacker512::usable(t)) {
+    const CodePacker512 packer(t);
+    for (; i + 4 * N <= n; i += 4 * N) {
+      hn::Vec<DI> u[4], abs_bits[4], level[4];
+      for (int k = 0; k < 4; ++k) {
+        hwy::Prefetch(x + n + i + k * N);
+        u[k] = normalized(x + i + k * N);
+        abs_bits[k] = hn::And(u[k], abs_mask);
+      }
+      ExactLevels<4>(lookup, seg, abs_bits, level);
+      packer.Store(level, u, codes + i);
+    }
+  }
   for (; i + N <= n; i += N) {
     hwy::Prefetch(x + n + i);
-    const auto u = NormalizedBits(x + i, s);
+    const auto u = normalized(x + i);
     const hn::Vec<DI> abs_bits[1] = {hn::And(u, abs_mask)};
     hn::Vec<DI> level[1];
     ExactLevels<1>(lookup, seg, abs_bits, level);
@@ -531,7 +587,8 @@ void EncodeNearest(const detail::QuantTable& t, const float* x, size_t n,
   const SegmentPlan& plan = segment_plan(t);
   if (plan.usable) {
     const SegmentLevels seg(plan, lookup.top);
-    i = EncodeSegments(lookup, seg, t, x, n, s, codes);
+    i = s.pre == 1.0f ? EncodeSegments<false>(lookup, seg, t, x, n, s, codes)
+                      : EncodeSegments<true>(lookup, seg, t, x, n, s, codes);
   }
   keyed = !plan.usable;
 #endif
