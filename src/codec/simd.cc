@@ -495,8 +495,8 @@ size_t EncodeBuckets(const KeyedLevels& keyed, const detail::QuantTable& t, cons
 
 #if HWY_TARGET != HWY_AVX2
 // CodePacker for 512-bit vectors: 64 levels at once, the sign fix-up on bytes (one mask test
-// and one masked move for 64 codes instead of seven operations per 16 lanes). Requires
-// spare_code == top for signed types (CodePacker's rule; usable() checks it).
+// and one masked move for 64 codes instead of seven operations per 16 lanes). As CodePacker, it
+// relies on build_quant_table's spare_code == top for signed types.
 struct CodePacker512 {
   explicit CodePacker512(const detail::QuantTable& t)
       : is_signed(t.is_signed != 0),
@@ -504,8 +504,6 @@ struct CodePacker512 {
         sign_code(_mm512_set1_epi8(static_cast<char>(t.sign_code))),
         // packs interleave 128-bit lanes: packed dword 4j + k holds vector k's lane-j elements.
         order(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)) {}
-
-  static bool usable(const detail::QuantTable& t) { return !t.is_signed || t.spare_code == t.top; }
 
   HWY_INLINE void Store(const hn::Vec<DI> level[4], const hn::Vec<DI> u[4], uint8_t* out) const {
     const __m512i l = _mm512_packus_epi16(_mm512_packs_epi32(level[0].raw, level[1].raw),
@@ -545,18 +543,16 @@ size_t EncodeSegments(const Lookup& lookup, const SegmentLevels& segments,
     return hn::BitCast(di, hn::Mul(v, inv));
   };
   size_t i = 0;
-  if (CodePacker512::usable(t)) {
-    const CodePacker512 packer(t);
-    for (; i + 4 * N <= n; i += 4 * N) {
-      hn::Vec<DI> u[4], abs_bits[4], level[4];
-      for (int k = 0; k < 4; ++k) {
-        hwy::Prefetch(x + n + i + k * N);
-        u[k] = normalized(x + i + k * N);
-        abs_bits[k] = hn::And(u[k], abs_mask);
-      }
-      ExactLevels<4>(lookup, seg, abs_bits, level);
-      packer.Store(level, u, codes + i);
+  const CodePacker512 packer(t);
+  for (; i + 4 * N <= n; i += 4 * N) {
+    hn::Vec<DI> u[4], abs_bits[4], level[4];
+    for (int k = 0; k < 4; ++k) {
+      hwy::Prefetch(x + n + i + k * N);
+      u[k] = normalized(x + i + k * N);
+      abs_bits[k] = hn::And(u[k], abs_mask);
     }
+    ExactLevels<4>(lookup, seg, abs_bits, level);
+    packer.Store(level, u, codes + i);
   }
   for (; i + N <= n; i += N) {
     hwy::Prefetch(x + n + i);
@@ -662,12 +658,11 @@ size_t StochasticSegments(const detail::QuantTable& t, const Lookup& lookup,
                           const StochasticLevels& levels, const float* x, size_t n,
                           const detail::BlockScale& s, uint32_t key, uint32_t first_low,
                           uint8_t* codes) {
+  constexpr int kVectors = 4;  // one store of 32 (AVX2) or 64 codes
 #if HWY_TARGET == HWY_AVX2
-  constexpr int kVectors = 4;
   const CodePacker packer(t);
 #else
-  constexpr int kVectors = 1;
-  const DC dc;
+  const CodePacker512 packer(t);
 #endif
   const DF df;
   const DI di;
@@ -683,8 +678,7 @@ size_t StochasticSegments(const detail::QuantTable& t, const Lookup& lookup,
   auto exact_level = [&](hn::Vec<DI> abs_bits) { return lookup.NearestLevel(abs_bits); };
   size_t i = 0;
   for (; i + kVectors * N <= n; i += kVectors * N) {
-    hwy::Prefetch(x + n + i);
-    if (kVectors * N > 16) hwy::Prefetch(x + n + i + kVectors * N / 2);
+    for (size_t line = 0; line < kVectors * N; line += 16) hwy::Prefetch(x + n + i + line);
     hn::Vec<DI> u[kVectors], level[kVectors];
     auto dmin = hn::Set(df, 1.0f);
     for (int k = 0; k < kVectors; ++k) {
@@ -700,13 +694,7 @@ size_t StochasticSegments(const detail::QuantTable& t, const Lookup& lookup,
                         first_low + static_cast<uint32_t>(i), codes + i);
       continue;
     }
-#if HWY_TARGET == HWY_AVX2
     packer.Store(level, u, codes + i);
-#else
-    hn::StoreU(
-        hn::DemoteTo(dc, lookup.ToCode(hn::Min(level[0], lookup.top), hn::Lt(u[0], hn::Zero(di)))),
-        dc, codes + i);
-#endif
   }
   return i;
 }
