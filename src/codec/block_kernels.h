@@ -13,6 +13,8 @@
 namespace octet {
 namespace codec {
 
+struct EncodeJob;  // encode_blocks.h
+
 struct BlockStats {
   float max_value;  // largest finite element, 0 if none (or if all are negative)
   float min_value;  // smallest finite element, 0 if none (or if all are positive)
@@ -41,6 +43,9 @@ struct BlockKernels {
   void (*decode_stream)(const detail::QuantTable& t, const uint8_t* codes, size_t n, uint32_t block,
                         const uint8_t* scales, float* out);
   void (*fence)();
+  // Blocks [b0, b1) of an encode: statistics, scale and codes of each (encode_blocks.h's loop,
+  // with the table's set-up done once for the run).
+  void (*encode_blocks)(const EncodeJob& job, uint64_t b0, uint64_t b1);
 };
 
 // The scale of block b of a scales array as decode takes it.

@@ -11,6 +11,7 @@
 
 #include "codec/backend.h"
 #include "codec/block_kernels.h"
+#include "codec/encode_blocks.h"
 #include "codec/payload.h"
 #include "codec/tables.h"
 #include "codec/worker_pool.h"
@@ -60,72 +61,12 @@ void set_code(uint8_t* codes, int bits, size_t i, uint32_t code) {
   }
 }
 
-// 4-bit codes: element 2j in the low nibble of byte j, 2j+1 in the high one. Loops over bytes so
-// that the compiler vectorizes them.
-void pack_nibbles(const uint8_t* nibbles, size_t n, uint8_t* packed) {
-  for (size_t j = 0; j < n / 2; ++j)
-    packed[j] = static_cast<uint8_t>(nibbles[2 * j] | (nibbles[2 * j + 1] << 4));
-  if (n & 1) packed[n / 2] = nibbles[n - 1];
-}
-
 void unpack_nibbles(const uint8_t* packed, size_t n, uint8_t* nibbles) {
   for (size_t j = 0; j < n / 2; ++j) {
     nibbles[2 * j] = packed[j] & 0xF;
     nibbles[2 * j + 1] = packed[j] >> 4;
   }
   if (n & 1) nibbles[n - 1] = packed[n / 2] & 0xF;
-}
-
-// The OR of quant_math.h's zero_flags over x[0, n), as far as make_block_scale needs it: it
-// stops at the first +0 (then the scale is +0 whatever else the block holds).
-uint32_t zero_flags(const float* x, size_t n) {
-  uint32_t flags = 0;
-  for (size_t i = 0; i < n && !(flags & detail::kSawPositiveZero); ++i) {
-    float v;
-    std::memcpy(&v, x + i, sizeof v);  // x may be unaligned
-    flags |= detail::zero_flags(v);
-  }
-  return flags;
-}
-
-struct EncodeJob {
-  const detail::QuantTable* table;
-  const CodecOptions* options;
-  const float* in;
-  uint64_t count;
-  uint32_t block;
-  int bits;
-  uint8_t* scales;
-  uint8_t* codes;
-  std::vector<uint8_t>* special;  // 1 per block with NaN/Inf
-  std::atomic<bool>* mixed_sign;  // unsigned type saw a block with both signs
-};
-
-void encode_blocks(const EncodeJob& job, uint64_t b0, uint64_t b1) {
-  const BlockKernels& k = kernels();
-  std::vector<uint8_t> nibbles(job.bits == 4 ? job.block : 0);
-  for (uint64_t b = b0; b < b1; ++b) {
-    const uint64_t first = b * job.block;
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(job.block, job.count - first));
-    const float* x = job.in + first;
-    const BlockStats st = k.stats(x, n);
-    (*job.special)[b] = st.has_nonfinite ? 1 : 0;
-    if (!job.table->is_signed && st.min_value < 0.0f && st.max_value > 0.0f)
-      job.mixed_sign->store(true, std::memory_order_relaxed);
-    // The zeros' signs matter only to a block without a finite nonzero element (rare): only then
-    // does the block get a second look.
-    const bool no_nonzero = st.max_value == 0.0f && st.min_value == 0.0f;
-    const detail::BlockScale s =
-        detail::make_block_scale(st.max_value, st.min_value, no_nonzero ? zero_flags(x, n) : 0u);
-    store_f32(job.scales + 4 * b, s.scale);
-    uint8_t* dst = job.bits == 8 ? job.codes + first : nibbles.data();
-    if (job.options->stochastic)
-      k.encode_stochastic(*job.table, x, n, s, job.options->seed, job.options->index_offset + first,
-                          dst);
-    else
-      k.encode_nearest(*job.table, x, n, s, dst);
-    if (job.bits == 4) pack_nibbles(nibbles.data(), n, job.codes + first / 2);
-  }
 }
 
 // Writes the special section; non-finite elements get kNonFiniteCode so every path emits the same
@@ -253,7 +194,7 @@ size_t encode_host(const ResolvedOptions& r, const float* in, size_t count, uint
                       &mixed};
   const int threads = thread_count(o.threads, count, plan.base.blocks);
   for_block_ranges(plan.base.blocks, threads,
-                   [&](uint64_t b0, uint64_t b1) { encode_blocks(job, b0, b1); });
+                   [&](uint64_t b0, uint64_t b1) { kernels().encode_blocks(job, b0, b1); });
   if (mixed)
     throw Error(ErrorCode::kInvalidArgument,
                 "dynamic_unsigned needs blocks whose elements all have one sign");

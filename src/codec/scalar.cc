@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "codec/block_kernels.h"
+#include "codec/encode_blocks.h"
 
 namespace octet {
 namespace codec {
@@ -64,11 +65,30 @@ void scalar_decode_stream(const detail::QuantTable& t, const uint8_t* codes, siz
 
 void no_fence() {}
 
+struct ScalarEncoder {
+  const detail::QuantTable& t;
+  const CodecOptions& o;
+  BlockStats Stats(const float* x, size_t n) const { return scalar_stats(x, n); }
+  void Encode(const float* x, size_t n, const detail::BlockScale& s, uint64_t first_index,
+              uint8_t* codes) const {
+    if (o.stochastic)
+      scalar_encode_stochastic(t, x, n, s, o.seed, first_index, codes);
+    else
+      scalar_encode(t, x, n, s, codes);
+  }
+};
+
+void scalar_encode_blocks(const EncodeJob& job, uint64_t b0, uint64_t b1) {
+  ScalarEncoder e{*job.table, *job.options};
+  encode_block_range(job, b0, b1, e);
+}
+
 }  // namespace
 
 const BlockKernels& scalar_kernels() {
-  static const BlockKernels k{scalar_stats,  scalar_encode,        scalar_encode_stochastic,
-                              scalar_decode, scalar_decode_stream, no_fence};
+  static const BlockKernels k{scalar_stats,        scalar_encode,        scalar_encode_stochastic,
+                              scalar_decode,       scalar_decode_stream, no_fence,
+                              scalar_encode_blocks};
   return k;
 }
 
