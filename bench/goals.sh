@@ -25,7 +25,8 @@
 #
 # OCTET_SIMD_TARGET, if set, restricts the codec part to that target and is passed to every rank
 # of the others (each row names rank 0's codec target). Needs jq; cluster and hierarchical need
-# root (network namespaces). Takes about 4 minutes with -k 5.
+# root (network namespaces). Takes 4-15 minutes with -k 5 (most of it the fp32 side of the local
+# sweep: 15 where MPI's own 32-128 MiB allreduces took 0.3-1.4 s a call).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
