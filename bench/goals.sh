@@ -9,6 +9,7 @@
 #   -o  where every run's output and goals.md go (default /tmp/octet-goals)
 #   -k  runs of each codec and emulated-cluster measurement (default 3); a goal is judged on the
 #       median run ("typical runs, not only the best"), and the table shows the range
+#   -M  leave glibc's malloc thresholds as they are on every rank (default: raise them, below)
 #   ONLY  a subset of: codec local cluster hierarchical (default: all)
 #
 # codec         octet_codec_best_of, one thread, for every SIMD target of AVX3_DL AVX3 AVX2 this
@@ -23,6 +24,13 @@
 #               break-even size
 # hierarchical  2 emulated hosts x 2 ranks at 1 Gbit/s, 64 MiB: hierarchical faster than flat
 #
+# Every rank runs with GLIBC_TUNABLES raising glibc malloc's mmap and trim thresholds to 1 GiB.
+# Without it, blocks of 32 MiB and more are mapped and unmapped on every allocation (glibc's mmap
+# threshold grows no further), so MPI's collectives fault in fresh pages for their temporary
+# buffers on every call: on a VM where page faults are dear, MPI's own 32 MiB allreduce of 4 local
+# ranks took 0.3-0.45 s instead of 21-23 ms, and Octet's compressed rows beat that, not MPI
+# (docs/performance.md, "MPI's large calls and glibc's mmap threshold"). -M measures without it.
+#
 # OCTET_SIMD_TARGET, if set, restricts the codec part to that target and is passed to every rank
 # of the others (each row names rank 0's codec target). Needs jq; cluster and hierarchical need
 # root (network namespaces). Takes 4-15 minutes with -k 5 (most of it the fp32 side of the local
@@ -35,12 +43,14 @@ emulate=$here/cluster/emulate.sh
 build=$repo/build
 out=/tmp/octet-goals
 runs=3
+malloc_env="GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
 
-while getopts "B:o:k:h" opt; do
+while getopts "B:o:k:Mh" opt; do
   case $opt in
     B) build=$(cd "$OPTARG" && pwd) || exit 1 ;;
     o) out=$OPTARG ;;
     k) runs=$OPTARG ;;
+    M) malloc_env="" ;;
     h) sed -n '2,/^set -uo/p' "$0" | sed -e '/^set -uo/d' -e 's/^# \{0,1\}//' && exit 0 ;;
     *) exit 1 ;;
   esac
@@ -59,12 +69,14 @@ table=$out/goals.md
 : >"$out/rows.md"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ring_mca=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4)
-# OCTET_SIMD_TARGET to every rank: mpirun -x for local ranks, OpenMPI's env list across the
-# emulated hosts (whose ranks start in other namespaces).
-pass_target=()
-if [[ -n ${OCTET_SIMD_TARGET:-} ]]; then
-  pass_target=(-x OCTET_SIMD_TARGET)
-  export OMPI_MCA_mca_base_env_list="OCTET_SIMD_TARGET=$OCTET_SIMD_TARGET"
+# The ranks' environment (OCTET_SIMD_TARGET, the malloc thresholds): OpenMPI's env list, which
+# mpirun applies to local ranks and to those it starts on the emulated hosts alike.
+rank_env=()
+[[ -n ${OCTET_SIMD_TARGET:-} ]] && rank_env+=("OCTET_SIMD_TARGET=$OCTET_SIMD_TARGET")
+[[ -n $malloc_env ]] && rank_env+=("$malloc_env")
+if ((${#rank_env[@]})); then
+  OMPI_MCA_mca_base_env_list=$(IFS=';' && echo "${rank_env[*]}")
+  export OMPI_MCA_mca_base_env_list
 fi
 
 # row GOAL MEASURED MET COMMAND: one line of the table.
@@ -155,7 +167,7 @@ bench_summary() {
 local_goal() {
   local k lo hi med args=(-b 8 -e 256M -f 4 -n 20 -w 3 -c 0 --rounds 10)
   for ((k = 0; k < runs; ++k)); do
-    mpirun --oversubscribe -np 4 --mca btl self,vader "${pass_target[@]}" "$octet" bench allreduce "${args[@]}" \
+    mpirun --oversubscribe -np 4 --mca btl self,vader "$octet" bench allreduce "${args[@]}" \
       --json "$out/local-$k.json" >"$out/local-$k.txt" 2>&1 || { cat "$out/local-$k.txt"; return 1; }
   done
   read -r lo hi med < <(for ((k = 0; k < runs; ++k)); do
@@ -238,6 +250,7 @@ done
   echo "# Issue 11's goals, $(date -u +%FT%TZ), $(git -C "$repo" rev-parse --short HEAD 2>/dev/null)"
   echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores," \
     "load average before: $load_before"
+  echo "# every rank's environment: ${OMPI_MCA_mca_base_env_list:-as inherited (-M)}"
   echo
   echo "| goal | measured | met | command |"
   echo "|---|---|---|---|"
