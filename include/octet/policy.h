@@ -3,20 +3,19 @@
 //
 // On the first `auto` call of an operation on a Comm, every rank measures, together, the plain
 // fp32 call (the transport's own collective where it has one, e.g. MPI's tuned algorithms) and
-// the compressed call at a few sizes up to 8 MiB; the times (per rank the fastest call, then the
-// median over ranks) form two curves, interpolated linearly between the sizes and extrapolated
-// with the last segment's slope. A call more than twice the largest size measured first measures
-// the sizes 4x apart up to it (to 128 MiB; collective like the first measurement). A call
-// compresses when the compressed curve is below the plain one at its size. An allreduce on a Comm
-// whose hosts allow the hierarchical algorithm (several hosts, several ranks on some) has a
-// curve for each algorithm, and a compressed call takes the lower one (CollectiveOptions::
-// allreduce_algorithm may force one). set_policy_curves and load_policy_curves seed the curves
-// instead of measuring them. Blocking calls then
-// record their time, and after kPolicySyncCalls `auto` calls or kPolicySyncBytes of them (then
-// twice as many each time, up to kPolicySyncMaxCalls) the ranks agree on what they observed and
-// correct the curves per size bucket. Every input of the decision is agreed (the same medians),
-// so every rank decides the same for the same call: no rank compresses a call that another passes
-// through.
+// the compressed call at a few sizes up to 8 MiB; the times (per rank the plain path's fastest
+// call and the compressed path's median call, then the median over ranks) form two curves,
+// interpolated linearly between the sizes and extrapolated with the last segment's slope. A call
+// more than twice the largest size measured first measures the sizes 4x apart up to it (to 128 MiB;
+// collective like the first measurement). A call compresses when the compressed curve is below the
+// plain one at its size. An allreduce on a Comm whose hosts allow the hierarchical algorithm
+// (several hosts, several ranks on some) has a curve for each algorithm, and a compressed call
+// takes the lower one (CollectiveOptions::allreduce_algorithm may force one). set_policy_curves
+// and load_policy_curves seed the curves instead of measuring them. Blocking calls then record
+// their time, and after kPolicySyncCalls `auto` calls or kPolicySyncBytes of them (then twice as
+// many each time, up to kPolicySyncMaxCalls) the ranks agree on what they observed and correct the
+// curves per size bucket. Every input of the decision is agreed (the same medians), so every rank
+// decides the same for the same call: no rank compresses a call that another passes through.
 #pragma once
 
 #include <cstddef>

@@ -27,6 +27,13 @@ int bucket_of(double fp32_bytes) {  // floor(log2), by the exponent: no libm cal
   return std::clamp(exponent - 1, 0, PolicyState::kBuckets - 1);
 }
 
+// The lower median of v[0, n): the middle one, of two the smaller (the faster of two calls).
+template <typename T>
+T lower_median(T* v, size_t n) {
+  std::nth_element(v, v + (n - 1) / 2, v + n);
+  return v[(n - 1) / 2];
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -125,9 +132,14 @@ std::vector<float> calibration_input(Comm& comm, Collective op, size_t count) {
   return in;
 }
 
-// This rank's fastest call of `count` on each path, timed alternately (after one untimed call of
-// each), so that a burst of load on a shared machine hits every path alike; the minimum, because
-// load only ever adds time.
+// This rank's time of `count` on each path, timed alternately (after one untimed call of each),
+// so that a burst of load on a shared machine hits every path alike: for the plain path (the
+// first) the fastest call, for the compressed ones the median call (the lower one of an even
+// number). On ranks sharing cores the fastest of a few calls prices a path by its lucky calls,
+// and a path that exchanges more messages per call (the compressed one, for small calls) is
+// lucky less often (PolicyState::kMinSamples); a wrong "compress" is a call slower than fp32, a
+// wrong "plain" a gain deferred until observed calls of both paths are agreed, so the start-up
+// measurement compresses only a gain that holds against the plain path's lucky calls.
 std::vector<double> time_paths(Comm& comm, Collective op, size_t count,
                                const std::vector<CollectiveOptions>& paths) {
   const std::vector<float> in = calibration_input(comm, op, count);
@@ -138,14 +150,18 @@ std::vector<double> time_paths(Comm& comm, Collective op, size_t count,
   // Above 2M elements (the extension's sizes) a call takes tens of milliseconds or more, which a
   // time slice hardly moves.
   const int iters = count <= 16384 ? 15 : count <= 524288 ? 7 : count <= 2097152 ? 3 : 2;
-  std::vector<double> best(paths.size(), 1e30);
+  std::vector<std::vector<double>> times(paths.size());
   for (int i = -1; i < iters; ++i)
     for (size_t path = 0; path < paths.size(); ++path) {
       const double t0 = now();
       call(comm, op, in.data(), out.data(), count, paths[path]);
-      if (i >= 0) best[path] = std::min(best[path], now() - t0);
+      if (i >= 0) times[path].push_back(now() - t0);
     }
-  return best;
+  std::vector<double> priced;
+  for (auto& t : times)
+    priced.push_back(priced.empty() ? *std::min_element(t.begin(), t.end())
+                                    : lower_median(t.data(), t.size()));
+  return priced;
 }
 
 // The options of each path measured for `key`: plain, flat compressed and, for an allreduce on a
@@ -195,8 +211,8 @@ size_t per_rank_divisor(const Comm& comm, Collective op) {
              : 1;
 }
 
-// Appends the times at `counts` (per rank's call; per rank the fastest call, then the median
-// over ranks) to the curves of `paths`, measured together by every rank.
+// Appends the times at `counts` (per rank's call; per rank as time_paths prices them, then the
+// median over ranks) to the curves of `paths`, measured together by every rank.
 void measure_points(Comm& comm, Collective op, const std::vector<size_t>& counts,
                     const std::vector<CollectiveOptions>& paths, PolicyState::Curves& c) {
   std::vector<double> times;
@@ -248,7 +264,7 @@ bool extend(Comm& comm, Collective op, const CollectiveOptions& options, double 
     c.explore[b] = 0;
     for (int path = 0; path < PolicyState::kPaths; ++path) {
       c.factor[path][b] = 1;
-      c.seen[path][b] = 0;
+      c.observed[path][b] = false;
       c.calls[path][b] = 0;
     }
   }
@@ -322,7 +338,8 @@ PolicyEstimate PolicyState::estimate(Comm& comm, const PolicyKey& key, double fp
   PolicyEstimate e;
   e.plain_seconds = path_time(c, kPlain, fp32_bytes, b);
   pick_algorithm(c, fp32_bytes, b, options.allreduce_algorithm, e, other_algorithm);
-  const double gain = !c.measured ? 1.0 : c.agreed[b] ? kConfirmedGain : kUnconfirmedGain;
+  const bool confirmed = c.plain_observed(b) && c.compressed_observed(b);
+  const double gain = !c.measured ? 1.0 : confirmed ? kConfirmedGain : kUnconfirmedGain;
   e.compress = e.compressed_seconds < gain * e.plain_seconds;
   return e;
 }
@@ -364,8 +381,9 @@ PolicyState::Decision PolicyState::decide(Comm& comm, Collective op, double fp32
 // within kExploreWithin, or whatever they say once the interval is at its longest (one call in
 // kPolicySyncMaxCalls). A compressed allreduce with two algorithms to choose from tries the other
 // algorithm on the odd exploring calls (3 and 1 of the countdown), the other of compressed or not
-// on the even one. The same call on every rank: the flags, the estimates and the interval are
-// agreed, and every rank makes the same calls.
+// on the even one, unless only the other has observed calls in the bucket. The same call on
+// every rank: the flags, the estimates and the interval are agreed, and every rank makes the
+// same calls.
 PolicyState::Decision PolicyState::explored(Decision d) {
   uint8_t& due = d.curves->explore[d.bucket];
   if (!due) return d;
@@ -382,6 +400,11 @@ PolicyState::Decision PolicyState::explored(Decision d) {
     }
     return d;
   }
+  // Where the taken kind has no observed calls in this bucket and the other has (the evidence
+  // just turned the decision), the taken calls are the ones to measure.
+  const bool plain_seen = d.curves->plain_observed(d.bucket);
+  const bool compressed_seen = d.curves->compressed_observed(d.bucket);
+  if ((e.compress ? plain_seen && !compressed_seen : compressed_seen && !plain_seen)) return d;
   const double other = e.compress ? e.plain_seconds : e.compressed_seconds;
   if (other < kExploreWithin * taken || at_longest) d.estimate.compress = !e.compress;
   return d;
@@ -397,7 +420,7 @@ int path_of(const PolicyState::Decision& d, bool compressed) {
 }  // namespace
 
 bool PolicyState::wants_time(const Decision& d, bool compressed) {
-  return d.curves->calls[path_of(d, compressed)][d.bucket] < kMinObservations;
+  return d.curves->calls[path_of(d, compressed)][d.bucket] < kMaxSamples;
 }
 
 // What decide() would do with the next call like the last: decline it again without exploring
@@ -434,27 +457,27 @@ void PolicyState::observe(const Decision& d, bool compressed, double seconds) {
   const double estimated = compressed ? d.estimate.compressed_seconds : d.estimate.plain_seconds;
   const double model = estimated / c.factor[path][b];  // the curve alone
   if (!(model > 0)) return;
-  // The fastest call, as the calibration keeps the fastest: a ratio of 1 means "as measured",
-  // whatever the load, so the path taken is not penalised against the path not taken.
-  double& seen = c.seen[path][b];
-  seen = seen > 0 ? std::min(seen, seconds / model) : seconds / model;
-  ++c.calls[path][b];
+  int& n = c.calls[path][b];
+  if (n < kMaxSamples) c.samples[path][b][n++] = static_cast<float>(seconds / model);
 }
 
 namespace {
-// An observed ratio as evidence: a slower one only after kMinObservations calls (the first call
-// after the calibration may pay for connections), a faster one at once (load only ever adds
-// time, so a path seen faster than believed is that fast).
-double evidence(int calls, double seen, double factor) {
-  if (calls >= PolicyState::kMinObservations || (calls > 0 && seen < factor)) return seen;
-  return 0;
+// A bucket's samples of one path as evidence (0: none yet): their median once there are
+// kMinSamples; fewer only where they are more than kGrossError away from the correction.
+double evidence(std::array<float, PolicyState::kMaxSamples> samples, int n, double factor) {
+  if (n <= 0) return 0;
+  const double typical = lower_median(samples.data(), static_cast<size_t>(n));
+  const bool gross =
+      typical * PolicyState::kGrossError < factor || typical > PolicyState::kGrossError * factor;
+  return n >= PolicyState::kMinSamples || gross ? typical : 0;
 }
 }  // namespace
 
-// Each rank's smallest observed/curve ratio per bucket, agreed as the median over the ranks that
-// saw calls there, then folded into the corrections; with `explore` (the call schedule's
+// Each rank's median observed/curve ratio per bucket and path, agreed as the median over the
+// ranks that have one, then folded into the corrections; with `explore` (the call schedule's
 // agreements), buckets with calls explore next interval. The byte schedule's come every few calls
-// for large ones, and exploring at each would spend most of them on the other path.
+// for large ones, and exploring at each would spend most of them on the other path; they explore
+// only a bucket whose first evidence of one kind of path came where the other kind has none.
 void PolicyState::sync(Comm& comm, bool explore) {
   if (curves_.empty())
     return;  // nothing to agree on (a first call of many bytes; alike on every rank)
@@ -462,7 +485,7 @@ void PolicyState::sync(Comm& comm, bool explore) {
   for (const auto& [key, c] : curves_)
     for (int path = 0; path < kPaths; ++path)
       for (int b = 0; b < kBuckets; ++b)
-        v.push_back(evidence(c.calls[path][b], c.seen[path][b], c.factor[path][b]));
+        v.push_back(evidence(c.samples[path][b], c.calls[path][b], c.factor[path][b]));
   agree(comm, v);
   last_valid_ = false;  // the corrections change
   quiet_native_ = nullptr;
@@ -473,15 +496,20 @@ void PolicyState::sync(Comm& comm, bool explore) {
         c.explore[b] = c.calls[kPlain][b] + c.calls[kFlat][b] + c.calls[kHierarchical][b] > 0
                            ? kExploreCalls
                            : 0;
+    std::array<bool, kBuckets> counted{};
     for (int path = 0; path < kPaths; ++path)
       for (int b = 0; b < kBuckets; ++b, ++i) {
+        if (!(v[i] > 0)) continue;  // samples too few to count are kept (alike on every rank)
         double& factor = c.factor[path][b];
-        // Faster than believed is taken as it is; slower is averaged in (load comes and goes).
-        if (v[i] > 0) factor = v[i] < factor ? v[i] : 0.5 * factor + 0.5 * v[i];
-        if (v[i] > 0) c.agreed[b] = true;
-        c.seen[path][b] = 0;
+        // The first evidence replaces the curve's 1; later evidence moves it halfway, either
+        // way (load comes and goes).
+        factor = c.observed[path][b] ? 0.5 * factor + 0.5 * v[i] : v[i];
+        c.observed[path][b] = counted[b] = c.agreed[b] = true;
         c.calls[path][b] = 0;
       }
+    for (int b = 0; b < kBuckets; ++b)
+      if (counted[b] && !(c.plain_observed(b) && c.compressed_observed(b)))
+        c.explore[b] = kExploreCalls;
   }
 }
 

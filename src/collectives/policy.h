@@ -32,14 +32,28 @@ using PolicyKey = std::tuple<Collective, int /*type*/, bool /*stochastic*/, uint
 
 class PolicyState {
  public:
-  static constexpr int kBuckets = 64;         // log2 of the fp32 bytes
-  static constexpr int kMinObservations = 8;  // calls in a bucket before slower ones count
-  // A bucket whose calls took one path tries another for kExploreCalls calls (their fastest
+  static constexpr int kBuckets = 64;  // log2 of the fp32 bytes
+  // Observed calls are judged by the median of their times, as the start-up measurement judges
+  // its calls: on ranks sharing cores a call either finds its peers on a core or waits for them,
+  // and the fastest of a few calls then prices a path by its lucky calls (a 2 KiB compressed
+  // allreduce of 4 local ranks timed 39 us at its fastest and 77 on average, the plain one 45 and
+  // 51, and `auto` compressed that size at 0.67x of fp32's speed). Between two agreements the
+  // first kMaxSamples calls per bucket and path are timed (reading the clock is a cost on small
+  // calls); their median counts once there are kMinSamples (fewer count only where they put the
+  // path more than kGrossError away from its estimate, as a wildly wrong seed is). Samples too
+  // few to count are kept for the next agreement: for large calls the agreements of the byte
+  // schedule come every call or two.
+  static constexpr int kMinSamples = 3;
+  static constexpr int kMaxSamples = 8;
+  static constexpr double kGrossError = 4.0;
+  // A bucket whose calls took one path tries another for kExploreCalls calls (their median
   // counts) per agreement interval where the estimates put it within this factor (further apart:
   // once the interval is kPolicySyncMaxCalls long), so that a path that the calibration under
   // load, or a seeded model, made look too slow is measured again. The other path is the other
   // of compressed or not; for a compressed allreduce that could take either algorithm, every
-  // other exploring call tries the other algorithm instead (the first, the third ...).
+  // other exploring call tries the other algorithm instead (the first, the third ...). A bucket's
+  // first counted samples of one of compressed or not, where the other has none yet, explore the
+  // other at once (whatever the schedule), so that both are judged on observed calls early.
   static constexpr double kExploreWithin = 2.0;
   static constexpr uint8_t kExploreCalls = 3;
   // A call's paths: plain, compressed with the flat algorithm, compressed with the hierarchical
@@ -49,10 +63,15 @@ class PolicyState {
   using PerBucket = std::array<std::array<T, kBuckets>, kPaths>;
   struct Curves {
     std::array<CostCurve, kPaths> curve;
-    PerBucket<double> factor;  // observed / curve, agreed; 1 until then
-    PerBucket<double> seen{};  // min ratio since the last sync
-    PerBucket<int> calls{};
+    PerBucket<double> factor;    // observed / curve, agreed; 1 until then
+    PerBucket<bool> observed{};  // factor is from observed calls (not the curve's 1)
+    PerBucket<std::array<float, kMaxSamples>> samples{};  // observed / curve, not yet agreed
+    PerBucket<int> calls{};                               // samples held
     std::array<uint8_t, kBuckets> explore{};  // calls left to explore, set by an agreement
+    bool plain_observed(int b) const { return observed[kPlain][b]; }
+    bool compressed_observed(int b) const {
+      return observed[kFlat][b] || observed[kHierarchical][b];
+    }
     // Buckets whose observed times an agreement has folded in. The first call of a size whose
     // bucket has none, where the two paths' estimates are within kExploreWithin, brings the next
     // agreement forward to kPolicySyncCalls calls away and restarts the doubling from there: a
@@ -60,21 +79,22 @@ class PolicyState {
     // within a few hundred calls, not thousands. (Where the paths are far apart, as for tiny
     // calls, an agreement would cost more than it could change.)
     std::array<bool, kBuckets> agreed{};
-    // Measured at start-up (not seeded): a bucket no agreement has covered then compresses only
-    // for a predicted gain of kUnconfirmedGain. A few calls per size on a loaded machine are
-    // off by more than a small gain (a 2 MiB plain allreduce of 4 local ranks measured 1.2 ms,
-    // and 0.56-1.3 ms its compressed one, against 0.72-0.79 for both in steady state), and a
-    // wrong "compress" is a call slower than fp32, a wrong "plain" only a gain deferred until the
-    // observed times are agreed.
+    // Measured at start-up (not seeded): a bucket where agreements have not yet folded in the
+    // observed calls of both kinds (compressed and plain) then compresses only for a predicted
+    // gain of kUnconfirmedGain. A few calls per size on a loaded machine are off by more than a
+    // small gain (a 2 MiB plain allreduce of 4 local ranks measured 1.2 ms, and 0.56-1.3 ms its
+    // compressed one, against 0.72-0.79 for both in steady state), and a wrong "compress" is a
+    // call slower than fp32, a wrong "plain" only a gain deferred until the observed times are
+    // agreed.
     bool measured = false;
   };
   static constexpr double kUnconfirmedGain = 0.85;  // compressed <= 0.85 x plain
-  // ... and one that agreements have covered, for a predicted gain of kConfirmedGain. The
-  // corrections keep each path's fastest call, and where the two are close the fastest calls do
-  // not rank the usual ones: on 4 local ranks sharing 2 cores a 4 KiB compressed allreduce took
-  // 16 us in some calls and 22-26 in the others, the plain one 17 in nearly all, and `auto`
-  // compressed 4 KiB, 1 MiB or 2 MiB at 0.83-0.92 of fp32's speed in 4 of 6 runs (8 of 138 rows
-  // below 0.95); with this margin 1 row of 138, declined (`octet bench allreduce -b 8 -e 32M -f 2`,
+  // ... and one where they have, for a predicted gain of kConfirmedGain: where the
+  // two paths are close, a few calls' times do not rank them (on 4 local ranks sharing 2 cores a
+  // 4 KiB compressed allreduce took 16 us in some calls and 22-26 in the others, the plain one
+  // 17 in nearly all; with the corrections keeping the fastest call, `auto` compressed 4 KiB,
+  // 1 MiB or 2 MiB at 0.83-0.92 of fp32's speed in 4 of 6 runs, and with this margin 1 row of
+  // 138 fell below 0.95, declined: `octet bench allreduce -b 8 -e 32M -f 2`,
   // docs/performance.md). A gain below 10% forgone is a call as fast as fp32's.
   static constexpr double kConfirmedGain = 0.9;
 
@@ -114,8 +134,8 @@ class PolicyState {
   void settle(NativeCollectives* native);
   // Installs curves for `key` (the same on every rank), replacing any: no measurement follows.
   void seed(const PolicyKey& key, Curves curves);
-  // Whether a call's time is still wanted: kMinObservations per bucket and path between two
-  // agreements are enough for their minimum, and reading the clock is a cost on small calls.
+  // Whether a call's time is still wanted: kMaxSamples per bucket and path between two
+  // agreements are enough for their median, and reading the clock is a cost on small calls.
   static bool wants_time(const Decision& d, bool compressed);
   // Records a blocking call's time.
   static void observe(const Decision& d, bool compressed, double seconds);

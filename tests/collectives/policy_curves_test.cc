@@ -92,9 +92,9 @@ TEST(PolicyCurves, CallsFollowTheSeededCurves) {
 }
 
 // A model that overprices the path not taken is corrected: a bucket that compresses tries the
-// plain path once per agreement interval (here, with estimates far apart, once the interval is
-// kPolicySyncMaxCalls long), and a plain call seen faster than believed sets its estimate at the
-// next agreement. Without the exploration the seeded 100 ms would stand: only compressed calls
+// plain path for a few calls per agreement interval (here, with estimates far apart, once the
+// interval is kPolicySyncMaxCalls long), and their median sets its estimate at the next
+// agreement. Without the exploration the seeded 100 ms would stand: only compressed calls
 // are timed.
 TEST(PolicyCurves, AnOverpricedPathNotTakenIsMeasuredAgain) {
   const size_t n = 256;  // over threads a call of this size takes microseconds either way
@@ -155,8 +155,8 @@ TEST(PolicyCurves, ASizeFirstCalledLateIsCorrectedWithinHundredsOfCalls) {
 // Large calls are corrected within a few calls: agreements also come after kPolicySyncBytes of
 // calls (then twice as many bytes), not only after kPolicySyncCalls calls. The plain path seeded
 // far too slow (1 s), a call of 4 MiB declines, and the agreement at the 4th call (16 MiB) takes
-// the plain calls' times (faster than believed counts at once). On the call schedule alone the
-// estimate would still be the seeded second, until the 64th call.
+// the median of the first 3 plain calls' times. On the call schedule alone the estimate would
+// still be the seeded second, until the 64th call.
 TEST(PolicyCurves, LargeCallsAreCorrectedWithinFourCalls) {
   const size_t n = size_t{1} << 20;  // 4 MiB of fp32
   PolicyCurves seeded;
