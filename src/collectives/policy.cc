@@ -262,6 +262,7 @@ bool extend(Comm& comm, Collective op, const CollectiveOptions& options, double 
   for (int b = bucket_of(sizes.back()) + 1; b < PolicyState::kBuckets; ++b) {
     c.agreed[b] = false;
     c.explore[b] = 0;
+    c.explore_near[b] = false;
     for (int path = 0; path < PolicyState::kPaths; ++path) {
       c.factor[path][b] = 1;
       c.observed[path][b] = false;
@@ -390,7 +391,7 @@ PolicyState::Decision PolicyState::explored(Decision d) {
   const bool odd = due % 2 == 1;
   --due;
   const PolicyEstimate& e = d.estimate;
-  const bool at_longest = interval_ >= kPolicySyncMaxCalls;
+  const bool at_longest = interval_ >= kPolicySyncMaxCalls && !d.curves->explore_near[d.bucket];
   const double taken = e.compress ? e.compressed_seconds : e.plain_seconds;
   const double other_algorithm = e.compress ? d.other_algorithm_seconds : 0;
   if (other_algorithm > 0 && odd) {
@@ -492,10 +493,12 @@ void PolicyState::sync(Comm& comm, bool explore) {
   size_t i = 0;
   for (auto& [key, c] : curves_) {
     if (explore)
-      for (int b = 0; b < kBuckets; ++b)
+      for (int b = 0; b < kBuckets; ++b) {
         c.explore[b] = c.calls[kPlain][b] + c.calls[kFlat][b] + c.calls[kHierarchical][b] > 0
                            ? kExploreCalls
                            : 0;
+        c.explore_near[b] = false;
+      }
     std::array<bool, kBuckets> counted{};
     for (int path = 0; path < kPaths; ++path)
       for (int b = 0; b < kBuckets; ++b, ++i) {
@@ -508,8 +511,11 @@ void PolicyState::sync(Comm& comm, bool explore) {
         c.calls[path][b] = 0;
       }
     for (int b = 0; b < kBuckets; ++b)
-      if (counted[b] && !(c.plain_observed(b) && c.compressed_observed(b)))
+      if (counted[b] && !(c.plain_observed(b) && c.compressed_observed(b)) &&
+          !(explore && c.explore[b])) {
         c.explore[b] = kExploreCalls;
+        c.explore_near[b] = true;
+      }
   }
 }
 
