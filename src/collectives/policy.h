@@ -53,7 +53,8 @@ class PolicyState {
   // of compressed or not; for a compressed allreduce that could take either algorithm, every
   // other exploring call tries the other algorithm instead (the first, the third ...). A bucket's
   // first counted samples of one of compressed or not, where the other has none yet, explore the
-  // other at once (whatever the schedule), so that both are judged on observed calls early.
+  // other at once (whatever the schedule, but only within this factor: explore_near), so that
+  // both are judged on observed calls early.
   static constexpr double kExploreWithin = 2.0;
   static constexpr uint8_t kExploreCalls = 3;
   // A call's paths: plain, compressed with the flat algorithm, compressed with the hierarchical
