@@ -217,23 +217,6 @@ TEST(Policy, AStartUpMeasurementCompressesOnlyForAClearGainUntilConfirmed) {
   EXPECT_EQ(decided, (std::vector<int>{0, 1, 0, 1, 0, 1}));
 }
 
-// Drives `state` through `calls` decisions of a call of `bytes` on one rank (agreements among
-// itself), recording as each call's time what `seconds(compressed, call)` says; returns how many
-// calls compressed from call `from` on.
-int drive(detail::PolicyState& state, Comm& comm, double bytes, int calls, int from,
-          const std::function<double(bool, int)>& seconds) {
-  int compressed = 0;
-  for (int call = 0; call < calls; ++call) {
-    const detail::PolicyState::Decision d =
-        state.decide(comm, Collective::kAllreduce, bytes, CollectiveOptions{});
-    const bool zip = d.estimate.compress;
-    if (detail::PolicyState::wants_time(d, zip))
-      detail::PolicyState::observe(d, zip, seconds(zip, call));
-    compressed += zip && call >= from;
-  }
-  return compressed;
-}
-
 // The key of an allreduce with the default codec options, as PolicyState::decide forms it.
 detail::PolicyKey default_key() {
   const CodecOptions codec;
@@ -241,14 +224,36 @@ detail::PolicyKey default_key() {
           validate_options(codec)};
 }
 
-// Seeded curves: plain 1 s, compressed `compressed` s, at every size.
-detail::PolicyState::Curves flat_curves(double compressed) {
-  using detail::PolicyState;
-  PolicyState::Curves c = detail::fresh_curves();
-  c.curve[PolicyState::kPlain] = {{4, 1e12}, {1.0, 1.0}};
-  c.curve[PolicyState::kFlat] = {{4, 1e12}, {compressed, compressed}};
-  return c;
-}
+// One rank's policy state (its agreements among itself), seeded with plain 1 s and compressed
+// `compressed` s at every size.
+struct SeededPolicy {
+  explicit SeededPolicy(double compressed) {
+    detail::PolicyState::Curves c = detail::fresh_curves();
+    c.curve[detail::PolicyState::kPlain] = {{4, 1e12}, {1.0, 1.0}};
+    c.curve[detail::PolicyState::kFlat] = {{4, 1e12}, {compressed, compressed}};
+    state.seed(key, c);
+  }
+  PolicyEstimate estimate(double bytes) {
+    return state.estimate(comm, key, bytes, CollectiveOptions{});
+  }
+  // `calls` decisions of a call of `bytes`, each timed call recorded as taking
+  // seconds(compressed, call); how many compressed from call `from` on.
+  int drive(double bytes, int calls, int from, const std::function<double(bool, int)>& seconds) {
+    int compressed = 0;
+    for (int call = 0; call < calls; ++call) {
+      const detail::PolicyState::Decision d =
+          state.decide(comm, Collective::kAllreduce, bytes, CollectiveOptions{});
+      const bool zip = d.estimate.compress;
+      if (detail::PolicyState::wants_time(d, zip))
+        detail::PolicyState::observe(d, zip, seconds(zip, call));
+      compressed += zip && call >= from;
+    }
+    return compressed;
+  }
+  Comm comm{make_thread_transports(1)[0]};
+  detail::PolicyState state;
+  const detail::PolicyKey key = default_key();
+};
 
 // Observed calls are judged by their median, not by their fastest: compressed calls that take
 // the predicted 0.8 s in 3 calls of 8 and 2 s in the others (ranks sharing cores: a call either
@@ -256,18 +261,14 @@ detail::PolicyState::Curves flat_curves(double compressed) {
 // after the first agreement. Judged by the fastest call, 0.8 s would stand and every call would
 // compress.
 TEST(Policy, ObservedCallsAreJudgedByTheirMedian) {
-  using detail::PolicyState;
-  Comm comm(make_thread_transports(1)[0]);
-  PolicyState state;
-  const detail::PolicyKey key = default_key();
-  state.seed(key, flat_curves(0.8));
+  SeededPolicy policy(0.8);
   const double bytes = 4096;
-  ASSERT_TRUE(state.estimate(comm, key, bytes, CollectiveOptions{}).compress);
+  ASSERT_TRUE(policy.estimate(bytes).compress);
   const int late =
-      drive(state, comm, bytes, 4 * kPolicySyncCalls, 2 * kPolicySyncCalls, [](bool zip, int call) {
+      policy.drive(bytes, 4 * kPolicySyncCalls, 2 * kPolicySyncCalls, [](bool zip, int call) {
         return !zip ? 1.0 : call % 3 ? 2.0 : 0.8;
       });
-  const PolicyEstimate e = state.estimate(comm, key, bytes, CollectiveOptions{});
+  const PolicyEstimate e = policy.estimate(bytes);
   EXPECT_FALSE(e.compress) << "compressed " << e.compressed_seconds << " s, plain "
                            << e.plain_seconds;
   EXPECT_EQ(late, 0) << "compressed calls after the agreements";
@@ -281,18 +282,12 @@ TEST(Policy, ObservedCallsAreJudgedByTheirMedian) {
 // has been seen, the plain calls are not interrupted to explore it. If each agreement dropped the
 // samples it could not count yet, the 9th call would be the first to decline.
 TEST(Policy, LargeCallsCountTheirSamplesAcrossAgreements) {
-  using detail::PolicyState;
-  Comm comm(make_thread_transports(1)[0]);
-  PolicyState state;
-  const detail::PolicyKey key = default_key();
-  state.seed(key, flat_curves(0.5));
+  SeededPolicy policy(0.5);
   const double bytes = 64.0 * 1024 * 1024;
-  ASSERT_TRUE(state.estimate(comm, key, bytes, CollectiveOptions{}).compress);
-  const int late = drive(state, comm, bytes, 24, 4, [](bool zip, int) { return zip ? 1.5 : 1.0; });
-  const PolicyEstimate e = state.estimate(comm, key, bytes, CollectiveOptions{});
-  EXPECT_FALSE(e.compress) << "compressed " << e.compressed_seconds << " s, plain "
-                           << e.plain_seconds;
-  EXPECT_EQ(late, 0) << "compressed calls from the 5th on";
+  ASSERT_TRUE(policy.estimate(bytes).compress);
+  EXPECT_EQ(policy.drive(bytes, 24, 4, [](bool zip, int) { return zip ? 1.5 : 1.0; }), 0)
+      << "compressed calls from the 5th on";
+  EXPECT_FALSE(policy.estimate(bytes).compress);
 }
 
 // A bucket's first evidence explores the other kind only where the estimates are within
@@ -301,16 +296,12 @@ TEST(Policy, LargeCallsCountTheirSamplesAcrossAgreements) {
 // compressed ones are not explored in a new size's bucket. Exploring them 3 times in a row of a
 // dozen 64 MiB calls over 1 Gbit/s made it 1.9x faster than fp32 instead of 4x.
 TEST(Policy, AFirstEvidenceExploresOnlyANearPath) {
-  using detail::PolicyState;
-  Comm comm(make_thread_transports(1)[0]);
-  PolicyState state;
-  state.seed(default_key(), flat_curves(0.25));
+  SeededPolicy policy(0.25);
   const double mib = 1024.0 * 1024;
   auto seconds = [](bool zip, int) { return zip ? 0.25 : 1.0; };
-  drive(state, comm, 32 * mib, 64, 0, seconds);  // the interval grows to its longest
+  policy.drive(32 * mib, 64, 0, seconds);  // the interval grows to its longest
   const int calls = 32;
-  EXPECT_EQ(drive(state, comm, 128 * mib, calls, 0, seconds), calls)
-      << "a path 4x slower was explored";
+  EXPECT_EQ(policy.drive(128 * mib, calls, 0, seconds), calls) << "a path 4x slower was explored";
 }
 
 // A measured curve grows where the calls go: a call more than twice its largest size measures
