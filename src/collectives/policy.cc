@@ -260,7 +260,6 @@ bool extend(Comm& comm, Collective op, const CollectiveOptions& options, double 
   }
   if (counts.empty()) return false;
   for (int b = bucket_of(sizes.back()) + 1; b < PolicyState::kBuckets; ++b) {
-    c.agreed[b] = false;
     c.explore[b] = 0;
     c.explore_near[b] = false;
     for (int path = 0; path < PolicyState::kPaths; ++path) {
@@ -365,7 +364,7 @@ PolicyState::Decision PolicyState::decide(Comm& comm, Collective op, double fp32
   d.bucket = bucket_of(fp32_bytes);
   const double faster = std::min(d.estimate.plain_seconds, d.estimate.compressed_seconds);
   const double slower = std::max(d.estimate.plain_seconds, d.estimate.compressed_seconds);
-  if (!d.curves->agreed[d.bucket] && slower < kExploreWithin * faster) restart_agreements();
+  if (!d.curves->agreed(d.bucket) && slower < kExploreWithin * faster) restart_agreements();
   last_ = d;
   last_op_ = op;
   last_type_ = options.codec.type;
@@ -507,7 +506,7 @@ void PolicyState::sync(Comm& comm, bool explore) {
         // The first evidence replaces the curve's 1; later evidence moves it halfway, either
         // way (load comes and goes).
         factor = c.observed[path][b] ? 0.5 * factor + 0.5 * v[i] : v[i];
-        c.observed[path][b] = counted[b] = c.agreed[b] = true;
+        c.observed[path][b] = counted[b] = true;
         c.calls[path][b] = 0;
       }
     for (int b = 0; b < kBuckets; ++b)

@@ -79,13 +79,13 @@ class PolicyState {
     bool compressed_observed(int b) const {
       return observed[kFlat][b] || observed[kHierarchical][b];
     }
-    // Buckets whose observed times an agreement has folded in. The first call of a size whose
-    // bucket has none, where the two paths' estimates are within kExploreWithin, brings the next
-    // agreement forward to kPolicySyncCalls calls away and restarts the doubling from there: a
-    // size that a job starts calling late (after thousands of calls of others) is corrected
+    // Whether an agreement has folded observed times into bucket b. The first call of a size
+    // whose bucket has none, where the two paths' estimates are within kExploreWithin, brings the
+    // next agreement forward to kPolicySyncCalls calls away and restarts the doubling from there:
+    // a size that a job starts calling late (after thousands of calls of others) is corrected
     // within a few hundred calls, not thousands. (Where the paths are far apart, as for tiny
     // calls, an agreement would cost more than it could change.)
-    std::array<bool, kBuckets> agreed{};
+    bool agreed(int b) const { return plain_observed(b) || compressed_observed(b); }
     // Measured at start-up (not seeded): a bucket where agreements have not yet folded in the
     // observed calls of both kinds (compressed and plain) then compresses only for a predicted
     // gain of kUnconfirmedGain. A few calls per size on a loaded machine are off by more than a
