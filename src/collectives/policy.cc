@@ -463,13 +463,17 @@ void PolicyState::observe(const Decision& d, bool compressed, double seconds) {
 
 namespace {
 // A bucket's samples of one path as evidence (0: none yet): their median once there are
-// kMinSamples; fewer only where they are more than kGrossError away from the correction.
+// kMinSamples; fewer (kGrossMinSamples at least) only where each is more than kGrossError away
+// from the correction, all the same way.
 double evidence(std::array<float, PolicyState::kMaxSamples> samples, int n, double factor) {
   if (n <= 0) return 0;
-  const double typical = lower_median(samples.data(), static_cast<size_t>(n));
+  const auto [fastest, slowest] = std::minmax_element(samples.begin(), samples.begin() + n);
   const bool gross =
-      typical * PolicyState::kGrossError < factor || typical > PolicyState::kGrossError * factor;
-  return n >= PolicyState::kMinSamples || gross ? typical : 0;
+      n >= PolicyState::kGrossMinSamples && (*slowest * PolicyState::kGrossError < factor ||
+                                             *fastest > PolicyState::kGrossError * factor);
+  return n >= PolicyState::kMinSamples || gross
+             ? lower_median(samples.data(), static_cast<size_t>(n))
+             : 0;
 }
 }  // namespace
 

@@ -40,12 +40,17 @@ class PolicyState {
   // 51, and `auto` compressed that size at 0.67x of fp32's speed). Between two agreements the
   // first kMaxSamples calls per bucket and path are timed (reading the clock is a cost on small
   // calls); their median counts once there are kMinSamples (fewer count only where they put the
-  // path more than kGrossError away from its estimate, as a wildly wrong seed is). Samples too
-  // few to count are kept for the next agreement: for large calls the agreements of the byte
-  // schedule come every call or two.
+  // path more than kGrossError away from its estimate, as a wildly wrong seed is, and are at least
+  // kGrossMinSamples, each that far away the same way). Samples too few to count are kept for
+  // the next agreement: for large calls the agreements of the byte schedule come every call or
+  // two. A single call never counts: a path's first call of a size may be cold. MPI's first
+  // 128 MiB allreduce of 4 local ranks faults in its temporary buffers and took 2.4 s against
+  // 0.09-0.2 s for the next ones; counted alone, it priced the plain path at 1.1-2.6 s for the
+  // rest of the run, and `auto` compressed 128 MiB at 0.77-0.80x of fp32's speed.
   static constexpr int kMinSamples = 3;
   static constexpr int kMaxSamples = 8;
   static constexpr double kGrossError = 4.0;
+  static constexpr int kGrossMinSamples = 2;
   // A bucket whose calls took one path tries another for kExploreCalls calls (their median
   // counts) per agreement interval where the estimates put it within this factor (further apart:
   // once the interval is kPolicySyncMaxCalls long), so that a path that the calibration under
