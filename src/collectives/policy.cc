@@ -457,6 +457,10 @@ void PolicyState::observe(const Decision& d, bool compressed, double seconds) {
   const double estimated = compressed ? d.estimate.compressed_seconds : d.estimate.plain_seconds;
   const double model = estimated / c.factor[path][b];  // the curve alone
   if (!(model > 0)) return;
+  if (!c.warm[path][b]) {  // cold: its pages and buffers may be touched for the first time
+    c.warm[path][b] = true;
+    return;
+  }
   int& n = c.calls[path][b];
   if (n < kMaxSamples) c.samples[path][b][n++] = static_cast<float>(seconds / model);
 }

@@ -43,10 +43,11 @@ class PolicyState {
   // path more than kGrossError away from its estimate, as a wildly wrong seed is, and are at least
   // kGrossMinSamples, each that far away the same way). Samples too few to count are kept for
   // the next agreement: for large calls the agreements of the byte schedule come every call or
-  // two. A single call never counts: a path's first call of a size may be cold. MPI's first
-  // 128 MiB allreduce of 4 local ranks faults in its temporary buffers and took 2.4 s against
-  // 0.09-0.2 s for the next ones; counted alone, it priced the plain path at 1.1-2.6 s for the
-  // rest of the run, and `auto` compressed 128 MiB at 0.77-0.80x of fp32's speed.
+  // two. A path's first call in a bucket is not a sample at all, and a single call never counts:
+  // a first call of a size may be cold. MPI's first 128 MiB allreduce of 4 local ranks faults in
+  // its temporary buffers and took 2.4 s against 0.09-0.2 s for the next ones; counted alone, it
+  // priced the plain path at 1.1-2.6 s for the rest of the run, and `auto` compressed 128 MiB at
+  // 0.77-0.80x of fp32's speed; as one of three, at 0.18-0.23 s.
   static constexpr int kMinSamples = 3;
   static constexpr int kMaxSamples = 8;
   static constexpr double kGrossError = 4.0;
@@ -73,6 +74,8 @@ class PolicyState {
     PerBucket<bool> observed{};  // factor is from observed calls (not the curve's 1)
     PerBucket<std::array<float, kMaxSamples>> samples{};  // observed / curve, not yet agreed
     PerBucket<int> calls{};                               // samples held
+    // A path's first call in the bucket has been seen: it is not a sample (kGrossMinSamples).
+    PerBucket<bool> warm{};
     std::array<uint8_t, kBuckets> explore{};  // calls left to explore, set by an agreement
     // The exploring was set by a first evidence (not the call schedule): only where the estimates
     // are within kExploreWithin, also once the interval is at its longest. The byte schedule's

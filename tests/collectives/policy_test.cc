@@ -290,17 +290,18 @@ TEST(Policy, LargeCallsCountTheirSamplesAcrossAgreements) {
   EXPECT_FALSE(policy.estimate(bytes).compress);
 }
 
-// A path's first call of a size may be cold: MPI's first 128 MiB allreduce of 4 local ranks
-// faults in its temporary buffers and took 2.4 s against 0.1-0.2 s for the next ones. One call
-// never counts alone, however far from its estimate: plain calls of 1 s whose first took 20 s
-// keep their price, and `auto` declines the compressed path's 1.3 s after exploring it. Counted
-// alone, the cold call priced plain at 20 s and every later call compressed.
-TEST(Policy, AColdFirstCallDoesNotPriceAPath) {
+// A path's first calls of a size may be cold: MPI's first 128 MiB allreduce of 4 local ranks
+// faults in its temporary buffers and took 2.4 s against 0.1-0.2 s for the next ones. A path's
+// first call in a bucket is not a sample, and one sample never counts alone, however far from
+// its estimate: plain calls of 1 s whose first two took 20 s keep their price, and `auto`
+// declines the compressed path's 1.3 s after exploring it. Counted, the cold calls priced plain
+// at 20 s and every later call compressed.
+TEST(Policy, ColdFirstCallsDoNotPriceAPath) {
   SeededPolicy policy(1.3);
   const double bytes = 128.0 * 1024 * 1024;
   ASSERT_FALSE(policy.estimate(bytes).compress);
   const int late = policy.drive(bytes, 32, 16, [](bool zip, int call) {
-    return zip ? 1.3 : call == 0 ? 20.0 : 1.0;
+    return zip ? 1.3 : call < 2 ? 20.0 : 1.0;
   });
   const PolicyEstimate e = policy.estimate(bytes);
   EXPECT_EQ(late, 0) << "compressed calls from the 17th on";
@@ -308,15 +309,16 @@ TEST(Policy, AColdFirstCallDoesNotPriceAPath) {
   EXPECT_LT(e.plain_seconds, 2.0);
 }
 
-// A wildly wrong seed is still corrected before kMinSamples calls: compressed calls predicted
-// at 0.25 s that take 5 s (the plain 1 s) count from their second call, and `auto` declines from
-// the third call of 64 MiB on.
-TEST(Policy, AWildlyWrongSeedCountsFromTwoCalls) {
+// A wildly wrong seed is still corrected before kMinSamples samples: compressed calls predicted
+// at 0.25 s that take 5 s (the plain 1 s) count from their second sample (the third call: the
+// first is not a sample). For calls of 256 MiB the byte schedule agrees before each of the first
+// five calls, and `auto` declines from the fourth call on; waiting for kMinSamples, from the fifth.
+TEST(Policy, AWildlyWrongSeedCountsFromTwoSamples) {
   SeededPolicy policy(0.25);
-  const double bytes = 64.0 * 1024 * 1024;
+  const double bytes = 256.0 * 1024 * 1024;
   ASSERT_TRUE(policy.estimate(bytes).compress);
-  EXPECT_EQ(policy.drive(bytes, 24, 2, [](bool zip, int) { return zip ? 5.0 : 1.0; }), 0)
-      << "compressed calls from the 3rd on";
+  EXPECT_EQ(policy.drive(bytes, 24, 3, [](bool zip, int) { return zip ? 5.0 : 1.0; }), 0)
+      << "compressed calls from the 4th on";
   EXPECT_FALSE(policy.estimate(bytes).compress);
 }
 
