@@ -156,7 +156,7 @@ void Report::finish() const {
                               {"window", o.window},
                               {"min_bytes", o.min_bytes},
                               {"policy", policy_name(o.policy)},
-                              {"break_even_bytes", break_even_},
+                              {"break_even_bytes", break_even_ ? nlohmann::json(break_even_) : nlohmann::json()},
                               {"stochastic", o.codec.stochastic},
                               {"average", o.average},
                               {"mpi_vars", mpi_algorithm_vars()},
