@@ -397,6 +397,7 @@ PolicyState::Decision PolicyState::explored(Decision d) {
     if (other_algorithm < kExploreWithin * taken || at_longest) {
       d.estimate.hierarchical = !e.hierarchical;
       d.estimate.compressed_seconds = other_algorithm;  // what observe() divides the time by
+      d.exploring = true;
     }
     return d;
   }
@@ -406,7 +407,10 @@ PolicyState::Decision PolicyState::explored(Decision d) {
   const bool compressed_seen = d.curves->compressed_observed(d.bucket);
   if ((e.compress ? plain_seen && !compressed_seen : compressed_seen && !plain_seen)) return d;
   const double other = e.compress ? e.plain_seconds : e.compressed_seconds;
-  if (other < kExploreWithin * taken || at_longest) d.estimate.compress = !e.compress;
+  if (other < kExploreWithin * taken || at_longest) {
+    d.estimate.compress = !e.compress;
+    d.exploring = true;
+  }
   return d;
 }
 
@@ -459,6 +463,7 @@ void PolicyState::observe(const Decision& d, bool compressed, double seconds) {
   if (!(model > 0)) return;
   if (!c.warm[path][b]) {  // cold: its pages and buffers may be touched for the first time
     c.warm[path][b] = true;
+    if (d.exploring) ++c.explore[b];  // the same exploring call again (every rank alike)
     return;
   }
   int& n = c.calls[path][b];

@@ -75,6 +75,7 @@ class PolicyState {
     PerBucket<std::array<float, kMaxSamples>> samples{};  // observed / curve, not yet agreed
     PerBucket<int> calls{};                               // samples held
     // A path's first call in the bucket has been seen: it is not a sample (kGrossMinSamples).
+    // Where that call explored, it does not count against the exploring calls either.
     PerBucket<bool> warm{};
     std::array<uint8_t, kBuckets> explore{};  // calls left to explore, set by an agreement
     // The exploring was set by a first evidence (not the call schedule): only where the estimates
@@ -121,6 +122,7 @@ class PolicyState {
     // A compressed allreduce whose algorithm `auto` picks, with both curves known: the estimate
     // of the algorithm not picked (0: none to explore).
     double other_algorithm_seconds = 0;
+    bool exploring = false;  // explored() took another path than the estimate's
   };
 
   // The estimate for a call (measuring first if this key is new; collective).

@@ -309,6 +309,20 @@ TEST(Policy, ColdFirstCallsDoNotPriceAPath) {
   EXPECT_LT(e.plain_seconds, 2.0);
 }
 
+// An exploring call that is its path's first in the bucket (not a sample) does not count
+// against the exploring: the exploring still brings kMinSamples samples, so a compressed path
+// seeded at 1.3 s that takes 0.5 s (plain 1 s) is taken from the first agreement after them
+// on. Counting the cold call against it, the exploring gave 2 samples, too few, and 5 of the
+// calls 17-32 stayed plain.
+TEST(Policy, AColdExploringCallIsExploredAgain) {
+  SeededPolicy policy(1.3);
+  const double bytes = 128.0 * 1024 * 1024;
+  ASSERT_FALSE(policy.estimate(bytes).compress);
+  const int late = policy.drive(bytes, 32, 16, [](bool zip, int) { return zip ? 0.5 : 1.0; });
+  EXPECT_EQ(late, 16) << "compressed calls from the 17th on";
+  EXPECT_TRUE(policy.estimate(bytes).compress);
+}
+
 // A wildly wrong seed is still corrected before kMinSamples samples: compressed calls predicted
 // at 0.25 s that take 5 s (the plain 1 s) count from their second sample (the third call: the
 // first is not a sample). For calls of 256 MiB the byte schedule agrees before each of the first
