@@ -7,8 +7,9 @@
 #
 #   -B  build tree (default: <repo>/build)
 #   -o  where every run's output and goals.md go (default /tmp/octet-goals)
-#   -k  runs of each measurement (default 3); a goal is judged on the
-#       median run ("typical runs, not only the best"), and the table shows the range
+#   -k  runs of each measurement (default 3); a goal is judged on the median run ("typical
+#       runs, not only the best"), the local goal on each size's median over the runs, and the
+#       table shows the range
 #   -M  leave glibc's malloc thresholds as they are on every rank (default: raise them, below)
 #   -J  judge the local runs already in OUT_DIR (local-auto-K.json, local-never-K.json for K <
 #       RUNS) instead of running them: the table again from a sitting's saved output
