@@ -142,6 +142,8 @@ void Report::print_break_even() const {
 void Report::finish() const {
   if (rank_ != 0 || config_.json.empty()) return;
   const CollectiveOptions& o = config_.options;
+  const nlohmann::json break_even =  // null where no row breaks even
+      break_even_ ? nlohmann::json(break_even_) : nlohmann::json();
   const nlohmann::json doc = {{"op", operation_name(config_.op)},
                               {"ranks", ranks_},
                               {"type", data_type_name(o.codec.type)},
@@ -156,7 +158,7 @@ void Report::finish() const {
                               {"window", o.window},
                               {"min_bytes", o.min_bytes},
                               {"policy", policy_name(o.policy)},
-                              {"break_even_bytes", break_even_ ? nlohmann::json(break_even_) : nlohmann::json()},
+                              {"break_even_bytes", break_even},
                               {"stochastic", o.codec.stochastic},
                               {"average", o.average},
                               {"mpi_vars", mpi_algorithm_vars()},

@@ -61,7 +61,8 @@ foreach(i RANGE ${last})
     endif()
   endforeach()
 endforeach()
-# BREAK_EVEN: the JSON's break-even size, "none" for null (no row compressed from where on all are).
+# BREAK_EVEN: the JSON's break-even size, "none" for null (no row from which on every row is
+# compressed).
 if(BREAK_EVEN)
   string(JSON type TYPE "${doc}" break_even_bytes)
   if(type STREQUAL "NULL")
