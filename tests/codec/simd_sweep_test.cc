@@ -137,12 +137,13 @@ std::vector<float> stochastic_boundary_inputs(const detail::QuantTable& t, uint6
   return x;
 }
 
-// Every code three times in one block of 773 (AVX-512 without VBMI: long enough for the prescaled
-// tables), for scales of both signs, zeros, an underflowing product, non-finite ones and those at
+// Every code nine times in one block of 2309 (longer than the default block of 2048, and than
+// AVX-512's blocks that decode from prescaled tables: 512 elements without VBMI, 1024 with it),
+// for scales of both signs, zeros, an underflowing product, non-finite ones and those at
 // the edge of the AVX2 decoder's arithmetic (value_plan.h's plan_scale_ok).
 void expect_decode_equal(const detail::QuantTable& t) {
   std::vector<uint8_t> codes;
-  for (int rep = 0; rep < 3; ++rep)
+  for (int rep = 0; rep < 9; ++rep)
     for (uint32_t c = 0; c < (1u << t.bits); ++c) codes.push_back(static_cast<uint8_t>(c));
   for (uint32_t c = 0; c < 5; ++c)  // a tail shorter than a vector
     codes.push_back(static_cast<uint8_t>((37 * c) & ((1u << t.bits) - 1)));
@@ -344,19 +345,19 @@ void expect_decode_stream_equal(const detail::QuantTable& t, const std::vector<u
 
 // decode_stream (non-temporal stores from the first 32- or, with VBMI, 64-byte aligned element on)
 // writes what the scalar decode writes, at every alignment of the output, including ones that are
-// not a float's, over a run of blocks of 64 or 512 with their own scales (so that a vector
+// not a float's, over a run of blocks of 64, 512 or 1024 with their own scales (so that a vector
 // straddles two blocks where the output is not aligned; one block of scale -0) and a short last
 // block.
 TEST(SimdSweep, DecodeStreamEqualsScalarAtEveryAlignment) {
   on_every_target([] {
     for (const detail::QuantTable* t : all_tables()) {
       std::vector<uint8_t> codes;
-      for (int rep = 0; rep < 3; ++rep)
+      for (int rep = 0; rep < 9; ++rep)
         for (uint32_t c = 0; c < (1u << t->bits); ++c) codes.push_back(static_cast<uint8_t>(c));
       for (uint32_t c = 0; c < 37; ++c)
         codes.push_back(static_cast<uint8_t>((37 * c) & ((1u << t->bits) - 1)));
-      for (uint32_t block : {64u, 512u})  // 512: AVX-512 without VBMI prescales its tables
-        expect_decode_stream_equal(*t, codes, block);
+      // 512 and 1024: AVX-512 without and with VBMI prescale their tables from there
+      for (uint32_t block : {64u, 512u, 1024u}) expect_decode_stream_equal(*t, codes, block);
     }
   });
 }
