@@ -3,7 +3,7 @@
 // threads = 1 `reps` times per configuration and prints the best rate, next to the streaming bound
 // (the same kernel as octet_codec_bench's BM_Bound) measured the same way in the same run.
 //
-//   octet_codec_best_of [n = 262144] [reps = 300]
+//   octet_codec_best_of [n = 262144] [reps = 300] [block = 0: the type's default]
 //
 // $OCTET_SIMD_TARGET (AVX2, AVX3, AVX3_DL ...) restricts the codec to that SIMD target.
 // Prints one line: "target T  bound X  <config> Y ..." in G elements/s (decode: 8-bit overwrite and
@@ -61,9 +61,10 @@ double best_rate(size_t n, int reps, Fn fn) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   const size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 262144;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 300;
+  const uint32_t block = argc > 3 ? static_cast<uint32_t>(std::strtoul(argv[3], nullptr, 10)) : 0;
   octet_bench::check_simd_target_from_env();
   std::mt19937_64 rng(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
     o.threads = 1;
     o.stochastic = c.stochastic;
     o.seed = 42;
+    o.block_size = c.type == octet::DataType::kDynamic4 ? 0 : block;
     const std::vector<float>& in = c.type == octet::DataType::kDynamicUnsigned ? ax : x;
     std::vector<uint8_t> out(octet::max_encoded_size(n, o));
     std::printf("  %s %.3f", c.name, best_rate(n, reps, [&] {
@@ -109,6 +111,7 @@ int main(int argc, char** argv) {
     octet::CodecOptions o;
     o.type = type;
     o.threads = 1;
+    o.block_size = type == octet::DataType::kDynamic4 ? 0 : block;
     std::vector<uint8_t> out(octet::max_encoded_size(n, o));
     const size_t size = octet::encode(x.data(), n, o, out.data(), out.size());
     const bool four = type == octet::DataType::kDynamic4;
@@ -131,4 +134,13 @@ int main(int argc, char** argv) {
               }));
   std::printf("\n");
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const octet::Error& e) {  // a bad block size, from the first encode
+    std::fprintf(stderr, "\nerror: %s\n", e.what());
+    return 2;
+  }
 }

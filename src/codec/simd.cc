@@ -904,17 +904,20 @@ HWY_INLINE __m512 Scaled(__m512i value_bits, const GroupScales& g, int q) {
 // The codes are first permuted so that the in-lane unpacks leave the 64 floats in order:
 // reordered byte 16L + 4q + j is code 16q + 4L + j.
 //
-// A signed type's blocks of kPrescaleMinBlock elements and more decode from byte tables of their
-// 128 magnitudes already scaled (Prescale, as WordGroups): no multiply per group, and the spare's
-// lanes are patched only in a group that has one. The multiplies were a fifth of a group's time
-// in L2 on Zen 5 (a build without them decoded 30-31 against 23-25 G elements/s); with the
-// prescaled tables a decode of 2^17 elements runs at 26.7-27.5 against 24.3-25.0.
+// A signed type's blocks of kPrescaleMinBlock elements and more (the default block of 2048 and
+// longer ones) decode from byte tables of their 128 magnitudes already scaled (Prescale, as
+// WordGroups): no multiply per group, and the spare's lanes are patched only in a group that has
+// one. The multiplies were a fifth of a group's time in L2 on Zen 5 (a build without them decoded
+// 30-31 against 23-25 G elements/s); with the prescaled tables a decode of 2^17 elements in
+// blocks of 2048 runs at 26.7-27.5 against 24.3-25.0, in blocks of 65536 at 34.
 template <bool kSigned>
 struct ByteGroups {
   static constexpr size_t kLanes = 64;
   static constexpr bool kPrescales = kSigned;
-  static constexpr uint32_t kPrescaleMinBlock = 1024;  // 16 groups: the tables cost about two
-  __m512i table[4][4];                                 // [byte][64-entry quarter of the 256 codes]
+  // The tables cost about as much as a group's multiplies over 32 groups: measured by block size
+  // (octet_codec_best_of's third argument), blocks of 1024 decoded slower from them, 2048 faster.
+  static constexpr uint32_t kPrescaleMinBlock = 2048;
+  __m512i table[4][4];   // [byte][64-entry quarter of the 256 codes]
   __m512i scaled[4][2];  // the current block's: [byte][64 of the 128 magnitudes] (Prescale)
   __m512i spare[4];      // the current block's spare value, each byte in every lane (Prescale)
   __m512i reorder, sign_bit;
@@ -1207,16 +1210,16 @@ void DecodeGroups(const detail::QuantTable& t, const uint8_t* codes, size_t n, u
   // The groups from i that end by `end`, all of block `of`.
   auto whole_groups = [&](size_t of, size_t end) OCTET_LAMBDA_INLINE {
     if (i + kLanes > end) return;
-    bool prescaled = false;
-    if constexpr (Groups::kPrescales)
-      prescaled = block >= Groups::kPrescaleMinBlock && groups.Prescale(t, block_scale(scales, of));
-    const GroupScales g = splat(of);
-    with_store(!prescaled && g.add_zero, [&](auto store) OCTET_LAMBDA_INLINE {
-      if constexpr (Groups::kPrescales)
-        if (prescaled) {
+    if constexpr (Groups::kPrescales) {
+      if (block >= Groups::kPrescaleMinBlock && groups.Prescale(t, block_scale(scales, of))) {
+        with_store(false, [&](auto store) OCTET_LAMBDA_INLINE {
           for (; i + kLanes <= end; i += kLanes) groups.Prescaled(store, codes + i, out + i);
-          return;
-        }
+        });
+        return;
+      }
+    }
+    const GroupScales g = splat(of);
+    with_store(g.add_zero, [&](auto store) OCTET_LAMBDA_INLINE {
       for (; i + kLanes <= end; i += kLanes) groups(store, g, codes + i, out + i);
     });
   };

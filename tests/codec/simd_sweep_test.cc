@@ -137,8 +137,8 @@ std::vector<float> stochastic_boundary_inputs(const detail::QuantTable& t, uint6
   return x;
 }
 
-// Every code nine times in one block of 2309 (longer than the default block of 2048, and than
-// AVX-512's blocks that decode from prescaled tables: 512 elements without VBMI, 1024 with it),
+// Every code nine times in one block of 2309 (longer than the default block of 2048, from which
+// AVX-512 with VBMI decodes from prescaled tables, as it does without from 512 elements),
 // for scales of both signs, zeros, an underflowing product, non-finite ones and those at
 // the edge of the AVX2 decoder's arithmetic (value_plan.h's plan_scale_ok).
 void expect_decode_equal(const detail::QuantTable& t) {
@@ -345,7 +345,7 @@ void expect_decode_stream_equal(const detail::QuantTable& t, const std::vector<u
 
 // decode_stream (non-temporal stores from the first 32- or, with VBMI, 64-byte aligned element on)
 // writes what the scalar decode writes, at every alignment of the output, including ones that are
-// not a float's, over a run of blocks of 64, 512 or 1024 with their own scales (so that a vector
+// not a float's, over a run of blocks of 64, 512 or 2048 with their own scales (so that a vector
 // straddles two blocks where the output is not aligned; one block of scale -0) and a short last
 // block.
 TEST(SimdSweep, DecodeStreamEqualsScalarAtEveryAlignment) {
@@ -356,8 +356,8 @@ TEST(SimdSweep, DecodeStreamEqualsScalarAtEveryAlignment) {
         for (uint32_t c = 0; c < (1u << t->bits); ++c) codes.push_back(static_cast<uint8_t>(c));
       for (uint32_t c = 0; c < 37; ++c)
         codes.push_back(static_cast<uint8_t>((37 * c) & ((1u << t->bits) - 1)));
-      // 512 and 1024: AVX-512 without and with VBMI prescale their tables from there
-      for (uint32_t block : {64u, 512u, 1024u}) expect_decode_stream_equal(*t, codes, block);
+      // 512 and 2048: AVX-512 without and with VBMI prescale their tables from there
+      for (uint32_t block : {64u, 512u, 2048u}) expect_decode_stream_equal(*t, codes, block);
     }
   });
 }
