@@ -7,7 +7,8 @@
 #
 #   -B  build tree (default: <repo>/build)
 #   -o  where every run's output and goals.md go (default /tmp/octet-goals)
-#   -k  runs of each measurement (default 3); a goal is judged on the median run ("typical
+#   -k  runs of each measurement (default 5: with 3, the control runs' per-size medians still
+#       fell below the local line in 1 sitting of 4); a goal is judged on the median run ("typical
 #       runs, not only the best"), the local goal on each size's median over the runs, and the
 #       table shows the range
 #   -M  leave glibc's malloc thresholds as they are on every rank (default: raise them, below)
@@ -50,7 +51,7 @@ repo=$(cd "$here/.." && pwd)
 emulate=$here/cluster/emulate.sh
 build=$repo/build
 out=/tmp/octet-goals
-runs=3
+runs=5
 judge_only=0
 malloc_env="GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
 
@@ -206,8 +207,8 @@ bench_summary() {
 
 # lowest_rows NAME: the lowest speedup of each run's NAME-K.json.
 lowest_rows() {
-  local k
-  for ((k = 0; k < runs; ++k)); do jq '[.rows[].speedup] | min' "$out/$1-$k.json"; done
+  local file
+  while read -r file; do jq '[.rows[].speedup] | min' "$file"; done < <(runs_of "$1")
 }
 
 # runs_of NAME: the paths of NAME-0.json ... NAME-(runs-1).json.
