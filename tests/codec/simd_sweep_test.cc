@@ -137,10 +137,10 @@ std::vector<float> stochastic_boundary_inputs(const detail::QuantTable& t, uint6
   return x;
 }
 
-// Every code nine times in one block of 2309 (longer than the default block of 2048, from which
-// AVX-512 with VBMI decodes from prescaled tables, as it does without from 512 elements),
-// for scales of both signs, zeros, an underflowing product, non-finite ones and those at
-// the edge of the AVX2 decoder's arithmetic (value_plan.h's plan_scale_ok).
+// Every code nine times in one block (2309 codes of an 8-bit type: longer than the default block
+// of 2048, from which AVX-512 with VBMI decodes from prescaled tables, as it does without from
+// 512), for scales of both signs, zeros, an underflowing product, non-finite ones and those at the
+// edge of the AVX2 decoder's arithmetic (value_plan.h's plan_scale_ok).
 void expect_decode_equal(const detail::QuantTable& t) {
   std::vector<uint8_t> codes;
   for (int rep = 0; rep < 9; ++rep)
