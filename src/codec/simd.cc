@@ -889,6 +889,22 @@ HWY_INLINE bool SignSymmetric(const detail::QuantTable& t, float s) {
   return std::isfinite(s) && s * t.magnitude[1] != 0.0f;
 }
 
+// What Prescale builds its tables from: a signed type's 128 magnitudes scaled for a block, 16 a
+// register (v[r]: magnitudes 16r..16r+15), each value * s + decode_zero(s) with the reference's
+// two roundings, and the bits of the spare's decoded value.
+struct ScaledMagnitudes {
+  __m512i v[8];
+  uint32_t spare;
+
+  HWY_INLINE ScaledMagnitudes(const detail::QuantTable& t, float s) {
+    const __m512 vs = _mm512_set1_ps(s), zero = _mm512_set1_ps(detail::decode_zero(s));
+    for (int r = 0; r < 8; ++r)
+      v[r] = _mm512_castps_si512(
+          _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(t.value + 16 * r), vs), zero));
+    spare = detail::float_bits(detail::decode_value(t, t.spare_code, s));
+  }
+};
+
 // value * scale + zero: the scalar reference's two roundings. (One fused rounding would differ
 // where the product underflows: a tiny negative product plus +0 rounds to -0, where the rounded
 // product -0 plus +0 is +0.)
@@ -941,11 +957,7 @@ struct ByteGroups {
   // over the pair of 32..63 lanes 32..63 with the same index.
   bool Prescale(const detail::QuantTable& t, float s) {
     if (!kSigned || !SignSymmetric(t, s)) return false;
-    const __m512 vs = _mm512_set1_ps(s), zero = _mm512_set1_ps(detail::decode_zero(s));
-    __m512i v[8];
-    for (int r = 0; r < 8; ++r)
-      v[r] = _mm512_castps_si512(
-          _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(t.value + 16 * r), vs), zero));
+    const ScaledMagnitudes m(t, s);
     alignas(64) static constexpr uint8_t kByte0[64] = {
         // 4 (j % 32): byte 0 of magnitude j
         0,  4,  8,  12, 16, 20, 24, 28, 32, 36,  40,  44,  48,  52,  56,  60,
@@ -957,13 +969,12 @@ struct ByteGroups {
       const __m512i index =
           _mm512_add_epi8(_mm512_load_si512(kByte0), _mm512_set1_epi8(static_cast<char>(k)));
       for (int h = 0; h < 2; ++h) {
-        const __m512i low = _mm512_permutex2var_epi8(v[4 * h], index, v[4 * h + 1]);
-        const __m512i high = _mm512_permutex2var_epi8(v[4 * h + 2], index, v[4 * h + 3]);
+        const __m512i low = _mm512_permutex2var_epi8(m.v[4 * h], index, m.v[4 * h + 1]);
+        const __m512i high = _mm512_permutex2var_epi8(m.v[4 * h + 2], index, m.v[4 * h + 3]);
         scaled[k][h] = _mm512_mask_blend_epi8(upper, low, high);
       }
     }
-    const uint32_t bits = detail::float_bits(detail::decode_value(t, t.spare_code, s));
-    for (int k = 0; k < 4; ++k) spare[k] = _mm512_set1_epi8(static_cast<char>(bits >> (8 * k)));
+    for (int k = 0; k < 4; ++k) spare[k] = _mm512_set1_epi8(static_cast<char>(m.spare >> (8 * k)));
     return true;
   }
 
@@ -1062,23 +1073,17 @@ struct WordGroups {
   // Fills `scaled` for a block of scale s; false where a signed type's block cannot use it.
   bool Prescale(const detail::QuantTable& t, float s) {
     if (!kSigned || !SignSymmetric(t, s)) return false;
-    const __m512 vs = _mm512_set1_ps(s), zero = _mm512_set1_ps(detail::decode_zero(s));
+    const ScaledMagnitudes m(t, s);
     const __m512i even =
         _mm512_set_epi16(62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26,
                          24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i odd = _mm512_add_epi16(even, _mm512_set1_epi16(1));
     for (int k = 0; k < 4; ++k) {  // 32 values: window k / 2, half k % 2
-      const auto value = [&](int j) {
-        return _mm512_castps_si512(
-            _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(t.value + 32 * k + 16 * j), vs), zero));
-      };
-      const __m512i a = value(0), b = value(1);
-      scaled.low[k / 2][k % 2] = _mm512_permutex2var_epi16(a, even, b);
-      scaled.high[k / 2][k % 2] = _mm512_permutex2var_epi16(a, odd, b);
+      scaled.low[k / 2][k % 2] = _mm512_permutex2var_epi16(m.v[2 * k], even, m.v[2 * k + 1]);
+      scaled.high[k / 2][k % 2] = _mm512_permutex2var_epi16(m.v[2 * k], odd, m.v[2 * k + 1]);
     }
-    const uint32_t spare = detail::float_bits(detail::decode_value(t, t.spare_code, s));
-    scaled.spare_low = _mm512_set1_epi16(static_cast<int16_t>(spare & 0xffff));
-    scaled.spare_high = _mm512_set1_epi16(static_cast<int16_t>(spare >> 16));
+    scaled.spare_low = _mm512_set1_epi16(static_cast<int16_t>(m.spare & 0xffff));
+    scaled.spare_high = _mm512_set1_epi16(static_cast<int16_t>(m.spare >> 16));
     return true;
   }
 
