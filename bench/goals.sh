@@ -144,23 +144,24 @@ l2_bytes() {
   [[ $b =~ ^[1-9][0-9]*$ ]] && echo "$b" || echo 1048576
 }
 
-# codec_sizes: the element counts measured: the largest power of two whose working set fills at
-# most 3/4 of the L2 (in L2), 2^18 where that is past the L2 (the figure sessions before the
-# eighteenth called "in L2": 1.25 MiB against Zen 5's 1 MiB), and 2^24 (80 MiB, from memory).
+# in_l2 N: whether N elements' working set fills at most 3/4 of the L2 (the rest is the code's,
+# the stack's and the tables').
+in_l2() { ((5 * $1 <= 3 * $(l2_bytes) / 4)); }
+
+# codec_sizes: the element counts measured: the largest power of two in L2, 2^18 where that is past
+# the L2 (the figure sessions before the eighteenth called "in L2": 1.25 MiB against Zen 5's 1 MiB),
+# and 2^24 (80 MiB, from memory).
 codec_sizes() {
-  local l2 n=4096
-  l2=$(l2_bytes)
-  while ((5 * 2 * n <= 3 * l2 / 4)); do n=$((2 * n)); done
+  local n=4096
+  while in_l2 $((2 * n)); do n=$((2 * n)); done
   echo "$n"
-  ((5 * 262144 > l2 && n != 262144)) && echo 262144
+  in_l2 262144 || echo 262144
   echo 16777216
 }
 
 # codec_place N: where N elements' working set lies, for the table.
 codec_place() {
-  local l2
-  l2=$(l2_bytes)
-  if ((5 * $1 <= 3 * l2 / 4)); then echo "in L2 ($1)"
+  if in_l2 "$1"; then echo "in L2 ($1)"
   elif (($1 < 16777216)); then echo "past L2 ($1, in L3)"
   else echo "from memory ($1)"; fi
 }
