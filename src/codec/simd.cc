@@ -840,6 +840,19 @@ void EncodeBlocks(const EncodeJob& job, uint64_t b0, uint64_t b1) {
 // the table's own bits, so the result equals the lookup path's bit for bit. A group's lanes
 // 16q..16q+15 take GroupScales' scale[q] and zero[q].
 
+#ifndef OCTET_ASAN_BUILD
+#if defined(__SANITIZE_ADDRESS__)
+#define OCTET_ASAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define OCTET_ASAN_BUILD 1
+#endif
+#endif
+#endif
+#ifndef OCTET_ASAN_BUILD
+#define OCTET_ASAN_BUILD 0
+#endif
+
 // How a group is written, fixed for a run of groups so that the loop holds no test of it:
 // non-temporal stores (kStream, out 64-byte aligned), or out (+)= value (kAccumulate); kAddZero:
 // decode_zero is added to value * scale (GroupScales::add_zero).
@@ -847,10 +860,19 @@ template <bool kStream, bool kAccumulate, bool kAddZero_>
 struct GroupStore {
   static constexpr bool kAddZero = kAddZero_;
   static_assert(!(kStream && kAccumulate), "non-temporal stores overwrite");
+  // The store is an asm statement so that a group's 4 stores stay in address order: the compiler
+  // scheduled them as 3rd, 1st, 2nd, 4th, which on Zen 5 cost about a tenth of a decode in L2 into
+  // an output not 64-byte aligned (the lines each store splits over are then written out of
+  // order); volatile asm statements keep their order. AddressSanitizer does not see into asm, so
+  // its builds keep the intrinsic.
   static HWY_INLINE void Store(__m512 v, float* out) {
     if (kStream) return _mm512_stream_ps(out, v);
     if (kAccumulate) v = _mm512_add_ps(_mm512_loadu_ps(out), v);
+#if OCTET_ASAN_BUILD
     _mm512_storeu_ps(out, v);
+#else
+    asm volatile("vmovups %1, %0" : "=m"(*reinterpret_cast<float(*)[16]>(out)) : "v"(v));
+#endif
   }
 };
 
@@ -890,17 +912,21 @@ HWY_INLINE bool SignSymmetric(const detail::QuantTable& t, float s) {
 }
 
 // What Prescale builds its tables from: a signed type's 128 magnitudes scaled for a block, 16 a
-// register (v[r]: magnitudes 16r..16r+15), each value * s + decode_zero(s) with the reference's
-// two roundings, and the bits of the spare's decoded value.
+// register (v[r]: the 16 values of magnitude[16r..16r+15], by default t.value), each
+// value * s + decode_zero(s), and the bits of the spare's decoded value. Only where SignSymmetric
+// holds, which lets one fused multiply-add give the reference's two roundings: every product but
+// magnitude 0's is then nonzero, and adding decode_zero(s) = +0 to it is exact, while a zero
+// product plus +0 is +0 both ways.
 struct ScaledMagnitudes {
   __m512i v[8];
   uint32_t spare;
 
-  HWY_INLINE ScaledMagnitudes(const detail::QuantTable& t, float s) {
+  HWY_INLINE ScaledMagnitudes(const detail::QuantTable& t, float s,
+                              const float* magnitude = nullptr) {
+    if (magnitude == nullptr) magnitude = t.value;
     const __m512 vs = _mm512_set1_ps(s), zero = _mm512_set1_ps(detail::decode_zero(s));
     for (int r = 0; r < 8; ++r)
-      v[r] = _mm512_castps_si512(
-          _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(t.value + 16 * r), vs), zero));
+      v[r] = _mm512_castps_si512(_mm512_fmadd_ps(_mm512_loadu_ps(magnitude + 16 * r), vs, zero));
     spare = detail::float_bits(detail::decode_value(t, t.spare_code, s));
   }
 };
@@ -935,8 +961,11 @@ struct ByteGroups {
   static constexpr uint32_t kPrescaleMinBlock = 2048;
   __m512i table[4][4];   // [byte][64-entry quarter of the 256 codes]
   __m512i scaled[4][2];  // the current block's: [byte][64 of the 128 magnitudes] (Prescale)
-  __m512i spare[4];      // the current block's spare value, each byte in every lane (Prescale)
+  uint32_t spare;        // the bits of the current block's spare value (Prescale)
   __m512i reorder, sign_bit;
+  // The 128 magnitudes in the order Prescale's in-lane transposition wants them: float j of lane
+  // L of register 4h + r is magnitude 64h + 16L + 4r + j.
+  alignas(64) float lane_order[128];
 
   explicit ByteGroups(const detail::QuantTable& t) {
     alignas(64) static constexpr uint8_t kOrder[64] = {
@@ -949,32 +978,37 @@ struct ByteGroups {
     for (int k = 0; k < 4; ++k)
       for (int h = 0; h < (kSigned ? 2 : 4); ++h)
         table[k][h] = _mm512_loadu_si512(t.value_bytes[k] + 64 * h);
+    if (kSigned)
+      for (int h = 0; h < 2; ++h)
+        for (int r = 0; r < 4; ++r)
+          for (int lane = 0; lane < 4; ++lane)
+            std::memcpy(lane_order + 64 * h + 16 * r + 4 * lane,
+                        t.value + 64 * h + 16 * lane + 4 * r, 4 * sizeof(float));
   }
 
   // Fills `scaled` and `spare` for a block of scale s; false where a signed type's block cannot
-  // use them. Byte k of magnitude j (float j % 16 of register j / 16) is byte 4 (j % 32) + k of
-  // the register pair holding j: vpermi2b over the pair of magnitudes 0..31 fills lanes 0..31,
-  // over the pair of 32..63 lanes 32..63 with the same index.
+  // use them. An in-lane transposition, all of it two-source operations (three-source ones, such
+  // as vpermi2b, queue with the stores on Zen 5): a byte shuffle gathers each float's byte k into
+  // dword k of its lane, and dword then qword unpacks of 4 registers put dword r of lane L of
+  // plane k at byte 16L + 4r of it: with lane_order, magnitude 16L + 4r + j at byte 16L + 4r + j.
   bool Prescale(const detail::QuantTable& t, float s) {
     if (!kSigned || !SignSymmetric(t, s)) return false;
-    const ScaledMagnitudes m(t, s);
-    alignas(64) static constexpr uint8_t kByte0[64] = {
-        // 4 (j % 32): byte 0 of magnitude j
-        0,  4,  8,  12, 16, 20, 24, 28, 32, 36,  40,  44,  48,  52,  56,  60,
-        64, 68, 72, 76, 80, 84, 88, 92, 96, 100, 104, 108, 112, 116, 120, 124,
-        0,  4,  8,  12, 16, 20, 24, 28, 32, 36,  40,  44,  48,  52,  56,  60,
-        64, 68, 72, 76, 80, 84, 88, 92, 96, 100, 104, 108, 112, 116, 120, 124};
-    const __mmask64 upper = 0xffffffff00000000ull;
-    for (int k = 0; k < 4; ++k) {
-      const __m512i index =
-          _mm512_add_epi8(_mm512_load_si512(kByte0), _mm512_set1_epi8(static_cast<char>(k)));
-      for (int h = 0; h < 2; ++h) {
-        const __m512i low = _mm512_permutex2var_epi8(m.v[4 * h], index, m.v[4 * h + 1]);
-        const __m512i high = _mm512_permutex2var_epi8(m.v[4 * h + 2], index, m.v[4 * h + 3]);
-        scaled[k][h] = _mm512_mask_blend_epi8(upper, low, high);
-      }
+    const ScaledMagnitudes m(t, s, lane_order);
+    const __m512i bytes_to_planes =
+        _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+    for (int h = 0; h < 2; ++h) {
+      __m512i p[4];
+      for (int r = 0; r < 4; ++r) p[r] = _mm512_shuffle_epi8(m.v[4 * h + r], bytes_to_planes);
+      const __m512i lo01 = _mm512_unpacklo_epi32(p[0], p[1]),
+                    hi01 = _mm512_unpackhi_epi32(p[0], p[1]);
+      const __m512i lo23 = _mm512_unpacklo_epi32(p[2], p[3]),
+                    hi23 = _mm512_unpackhi_epi32(p[2], p[3]);
+      scaled[0][h] = _mm512_unpacklo_epi64(lo01, lo23);
+      scaled[1][h] = _mm512_unpackhi_epi64(lo01, lo23);
+      scaled[2][h] = _mm512_unpacklo_epi64(hi01, hi23);
+      scaled[3][h] = _mm512_unpackhi_epi64(hi01, hi23);
     }
-    for (int k = 0; k < 4; ++k) spare[k] = _mm512_set1_epi8(static_cast<char>(m.spare >> (8 * k)));
+    spare = m.spare;
     return true;
   }
 
@@ -1000,7 +1034,9 @@ struct ByteGroups {
         b[2] = _mm512_mask_mov_epi8(b[2], spare_lanes, sign_bit);
         b[3] = _mm512_mask_mov_epi8(b[3], spare_lanes, _mm512_set1_epi8(0x3f));
       } else if (spare_lanes != 0) {  // rare: a block's largest value, where positive
-        for (int k = 0; k < 4; ++k) b[k] = _mm512_mask_mov_epi8(b[k], spare_lanes, spare[k]);
+        for (int k = 0; k < 4; ++k)
+          b[k] = _mm512_mask_mov_epi8(b[k], spare_lanes,
+                                      _mm512_set1_epi8(static_cast<char>(spare >> (8 * k))));
       }
     }
     const __m512i lo01 = _mm512_unpacklo_epi8(b[0], b[1]), hi01 = _mm512_unpackhi_epi8(b[0], b[1]);
