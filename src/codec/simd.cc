@@ -1254,6 +1254,12 @@ void DecodeGroups(const detail::QuantTable& t, const uint8_t* codes, size_t n, u
     if constexpr (Groups::kPrescales) {
       if (block >= Groups::kPrescaleMinBlock && groups.Prescale(t, block_scale(scales, of))) {
         with_store(false, [&](auto store) OCTET_LAMBDA_INLINE {
+          // 4 groups a step: the loop's own 4 instructions (2 adds, a compare, a branch) come once
+          // in about 100, not in every group's 28, and this core issues them at the expense of
+          // the group's (VBMI, 2^17 elements in L2: 1.06x as fast, 1.045x with 2 a step).
+          for (; i + 4 * kLanes <= end; i += 4 * kLanes)
+            for (size_t k = 0; k < 4 * kLanes; k += kLanes)
+              groups.Prescaled(store, codes + i + k, out + i + k);
           for (; i + kLanes <= end; i += kLanes) groups.Prescaled(store, codes + i, out + i);
         });
         return;
