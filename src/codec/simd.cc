@@ -860,11 +860,11 @@ template <bool kStream, bool kAccumulate, bool kAddZero_>
 struct GroupStore {
   static constexpr bool kAddZero = kAddZero_;
   static_assert(!(kStream && kAccumulate), "non-temporal stores overwrite");
-  // The store is an asm statement so that a group's 4 stores stay in address order: the compiler
-  // scheduled them as 3rd, 1st, 2nd, 4th, which on Zen 5 cost about a tenth of a decode in L2 into
-  // an output not 64-byte aligned (the lines each store splits over are then written out of
-  // order); volatile asm statements keep their order. AddressSanitizer does not see into asm, so
-  // its builds keep the intrinsic.
+  // The store is an asm statement so that a group's 4 stores stay in address order (volatile asm
+  // statements keep theirs): the compiler had scheduled them 3rd, 1st, 2nd, 4th, which on Zen 5,
+  // into an output not 64-byte aligned (each store split over two lines), cost a stand-alone
+  // decode loop in L2 a tenth and the library's a twentieth in blocks of 65536. AddressSanitizer
+  // does not see into asm, so its builds keep the intrinsic.
   static HWY_INLINE void Store(__m512 v, float* out) {
     if (kStream) return _mm512_stream_ps(out, v);
     if (kAccumulate) v = _mm512_add_ps(_mm512_loadu_ps(out), v);
@@ -1033,7 +1033,7 @@ struct ByteGroups {
       if (!kPrescaled) {  // +1: bytes 0, 0, 0x80, 0x3f, where the magnitude 0 gave 0, 0, 0, 0x80
         b[2] = _mm512_mask_mov_epi8(b[2], spare_lanes, sign_bit);
         b[3] = _mm512_mask_mov_epi8(b[3], spare_lanes, _mm512_set1_epi8(0x3f));
-      } else if (spare_lanes != 0) {  // rare: a block's largest value, where positive
+      } else if (spare_lanes != 0) {  // the block's extreme element (+1): a group in 32 or so
         for (int k = 0; k < 4; ++k)
           b[k] = _mm512_mask_mov_epi8(b[k], spare_lanes,
                                       _mm512_set1_epi8(static_cast<char>(spare >> (8 * k))));
@@ -1169,7 +1169,7 @@ struct WordGroups {
     // unpacks (bytes to doubled words here, words to floats in Values) leave the floats in order.
     const __m512i c = _mm512_permutexvar_epi32(reorder, _mm512_loadu_si512(codes));
     const Planes& p = kPrescaled ? scaled : unit;
-    // The spare is rare (a block's largest value, where positive): one test for the group saves
+    // The spare is rare (the block's extreme element, +1): one test for the group saves
     // the two halves' tests and moves.
     if (kSigned && _mm512_cmpeq_epi8_mask(c, _mm512_set1_epi8(static_cast<char>(0x80))) != 0) {
       Values<kPrescaled, kSigned>(p, _mm512_unpacklo_epi8(c, c), f);
