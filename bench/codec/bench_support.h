@@ -1,5 +1,5 @@
-// What octet_codec_bench and octet_codec_best_of share: the streaming kernels of the bound (the
-// least work that touches the codec's bytes), and the choice of the codec's SIMD target.
+// What the codec benchmarks share: the streaming kernels of the bound (the least work that touches
+// the codec's bytes), the choice of the codec's SIMD target, and a timer.
 //
 // The bound is the machine's, not the compiler's default target's: on x86 each kernel is compiled
 // for the baseline, AVX2 and AVX-512 and runs at the widest that both the CPU and the codec's SIMD
@@ -7,6 +7,7 @@
 // allowed to give SSE2.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +19,14 @@
 #include "octet/error.h"
 
 namespace octet_bench {
+
+// Seconds fn takes once.
+template <typename Fn>
+double seconds(Fn fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 namespace detail {
 

@@ -16,7 +16,6 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -60,10 +59,6 @@ DecodeFn load_decode(const std::string& dir) {
   return fn;
 }
 
-double seconds_of(const std::chrono::steady_clock::time_point& t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,17 +100,20 @@ int main(int argc, char** argv) {
   for (int r = 0; r < reps; ++r) {
     std::shuffle(order.begin(), order.end(), rng);
     for (size_t k : order) {
-      const auto t0 = std::chrono::steady_clock::now();
-      if (k < decode.size()) {
-        if (decode[k](payload.data(), payload.size(), out, n) != OCTET_OK) {
-          std::fprintf(stderr, "octet_codec_ab: %s failed to decode\n", dirs[k].c_str());
-          return 1;
+      bool decoded = true;
+      const double s = octet_bench::seconds([&] {
+        if (k < decode.size()) {
+          decoded = decode[k](payload.data(), payload.size(), out, n) == OCTET_OK;
+        } else {
+          octet_bench::stream_decode(bytes.data(), out, n);
+          asm volatile("" : : "r"(out) : "memory");
         }
-      } else {
-        octet_bench::stream_decode(bytes.data(), out, n);
-        asm volatile("" : : "r"(out) : "memory");
+      });
+      if (!decoded) {
+        std::fprintf(stderr, "octet_codec_ab: %s failed to decode\n", dirs[k].c_str());
+        return 1;
       }
-      best[k] = std::min(best[k], seconds_of(t0));
+      best[k] = std::min(best[k], s);
     }
   }
   const double bound = best.back();

@@ -11,7 +11,6 @@
 // timed in turn with decode (runs of 5) so that their ratio meets one load; decode_bound_nt: the
 // same kernel with non-temporal stores). Run old and new builds alternately.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +26,7 @@
 
 namespace {
 
+using octet_bench::seconds;
 using octet_bench::stream_decode;
 using octet_bench::stream_encode;
 
@@ -47,14 +47,6 @@ void stream_decode_nt(const uint8_t* in, float* out, size_t n) {
   }
   _mm_sfence();
   for (; i < n; ++i) out[i] = static_cast<float>(in[i]);
-}
-
-// Seconds fn takes once.
-template <typename Fn>
-double seconds(Fn fn) {
-  const auto t0 = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 template <typename Fn>
