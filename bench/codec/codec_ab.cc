@@ -16,6 +16,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -31,13 +33,15 @@ namespace {
 
 using DecodeFn = octet_status (*)(const uint8_t*, size_t, float*, size_t);
 
-// N, BLOCK or REPS, or exit 2 with one line.
-unsigned long long number(const char* text, const char* name, unsigned long long least) {
+// N, BLOCK or REPS, in [least, most], or exit 2 with one line.
+unsigned long long number(const char* text, const char* name, unsigned long long least,
+                          unsigned long long most) {
   char* end = nullptr;
+  errno = 0;
   const unsigned long long v = std::strtoull(text, &end, 10);
-  if (end == text || *end != '\0' || v < least || text[0] == '-') {
-    std::fprintf(stderr, "octet_codec_ab: %s must be a whole number >= %llu, not '%s'\n", name,
-                 least, text);
+  if (end == text || *end != '\0' || errno != 0 || v < least || v > most || text[0] == '-') {
+    std::fprintf(stderr, "octet_codec_ab: %s must be a whole number from %llu to %llu, not '%s'\n",
+                 name, least, most, text);
     std::exit(2);
   }
   return v;
@@ -66,9 +70,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: octet_codec_ab N BLOCK REPS LIB_DIR...\n");
     return 2;
   }
-  const size_t n = number(argv[1], "N", 64);
-  const auto block = static_cast<uint32_t>(number(argv[2], "BLOCK", 0));
-  const auto reps = static_cast<int>(number(argv[3], "REPS", 1));
+  const size_t n = number(argv[1], "N", 64, size_t{1} << 32);
+  const auto block = static_cast<uint32_t>(number(argv[2], "BLOCK", 0, UINT32_MAX));
+  const auto reps = static_cast<int>(number(argv[3], "REPS", 1, INT_MAX));
   std::vector<std::string> dirs(argv + 4, argv + argc);
   std::vector<DecodeFn> decode;
   for (const std::string& dir : dirs) decode.push_back(load_decode(dir));

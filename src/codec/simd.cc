@@ -912,7 +912,7 @@ HWY_INLINE bool SignSymmetric(const detail::QuantTable& t, float s) {
 }
 
 // What Prescale builds its tables from: a signed type's 128 magnitudes scaled for a block, 16 a
-// register (v[r]: the 16 values of magnitude[16r..16r+15], by default t.value), each
+// register (v[r]: the 16 values of magnitude[16r..16r+15]: t.value's, or a reordering), each
 // value * s + decode_zero(s), and the bits of the spare's decoded value. Only where SignSymmetric
 // holds, which lets one fused multiply-add give the reference's two roundings: every product but
 // magnitude 0's is then nonzero, and adding decode_zero(s) = +0 to it is exact, while a zero
@@ -921,9 +921,7 @@ struct ScaledMagnitudes {
   __m512i v[8];
   uint32_t spare;
 
-  HWY_INLINE ScaledMagnitudes(const detail::QuantTable& t, float s,
-                              const float* magnitude = nullptr) {
-    if (magnitude == nullptr) magnitude = t.value;
+  HWY_INLINE ScaledMagnitudes(const detail::QuantTable& t, float s, const float* magnitude) {
     const __m512 vs = _mm512_set1_ps(s), zero = _mm512_set1_ps(detail::decode_zero(s));
     for (int r = 0; r < 8; ++r)
       v[r] = _mm512_castps_si512(_mm512_fmadd_ps(_mm512_loadu_ps(magnitude + 16 * r), vs, zero));
@@ -1109,7 +1107,7 @@ struct WordGroups {
   // Fills `scaled` for a block of scale s; false where a signed type's block cannot use it.
   bool Prescale(const detail::QuantTable& t, float s) {
     if (!kSigned || !SignSymmetric(t, s)) return false;
-    const ScaledMagnitudes m(t, s);
+    const ScaledMagnitudes m(t, s, t.value);
     const __m512i even =
         _mm512_set_epi16(62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26,
                          24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
