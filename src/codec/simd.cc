@@ -912,20 +912,22 @@ HWY_INLINE bool SignSymmetric(const detail::QuantTable& t, float s) {
 }
 
 // What Prescale builds its tables from: a signed type's 128 magnitudes scaled for a block, 16 a
-// register (v[r]: the 16 values of magnitude[16r..16r+15]: t.value's, or a reordering), each
-// value * s + decode_zero(s), and the bits of the spare's decoded value. Only where SignSymmetric
-// holds, which lets one fused multiply-add give the reference's two roundings: every product but
-// magnitude 0's is then nonzero, and adding decode_zero(s) = +0 to it is exact, while a zero
-// product plus +0 is +0 both ways.
+// register (v[r]: the 16 values of magnitude[16r..16r+15]: t.value's, or a reordering that keeps
+// magnitude 0 first), each value * s + decode_zero(s), and the spare's decoded value. Only where
+// SignSymmetric holds: decode_zero(s) is then +0 and every product but magnitude 0's is nonzero,
+// so adding it changes no other product, and magnitude 0's lane is +0 (the product is -0 for a
+// negative s, plus +0 is +0). One multiply a register, with lane 0 of v[0] zeroed, is the
+// reference's two roundings.
 struct ScaledMagnitudes {
   __m512i v[8];
-  uint32_t spare;
+  __m512 spare;  // broadcast
 
   HWY_INLINE ScaledMagnitudes(const detail::QuantTable& t, float s, const float* magnitude) {
-    const __m512 vs = _mm512_set1_ps(s), zero = _mm512_set1_ps(detail::decode_zero(s));
-    for (int r = 0; r < 8; ++r)
-      v[r] = _mm512_castps_si512(_mm512_fmadd_ps(_mm512_loadu_ps(magnitude + 16 * r), vs, zero));
-    spare = detail::float_bits(detail::decode_value(t, t.spare_code, s));
+    const __m512 vs = _mm512_set1_ps(s);
+    v[0] = _mm512_castps_si512(_mm512_maskz_mul_ps(0xfffe, _mm512_loadu_ps(magnitude), vs));
+    for (int r = 1; r < 8; ++r)
+      v[r] = _mm512_castps_si512(_mm512_mul_ps(_mm512_loadu_ps(magnitude + 16 * r), vs));
+    spare = _mm512_mul_ps(_mm512_set1_ps(t.value[t.spare_code]), vs);  // nonzero: + 0 is exact
   }
 };
 
@@ -959,7 +961,7 @@ struct ByteGroups {
   static constexpr uint32_t kPrescaleMinBlock = 2048;
   __m512i table[4][4];   // [byte][64-entry quarter of the 256 codes]
   __m512i scaled[4][2];  // the current block's: [byte][64 of the 128 magnitudes] (Prescale)
-  uint32_t spare;        // the bits of the current block's spare value (Prescale)
+  __m512 spare;          // the current block's spare value, broadcast (Prescale)
   __m512i reorder, sign_bit;
   // The 128 magnitudes in the order Prescale's in-lane transposition wants them: float j of lane
   // L of register 4h + r is magnitude 64h + 16L + 4r + j.
@@ -1032,9 +1034,11 @@ struct ByteGroups {
         b[2] = _mm512_mask_mov_epi8(b[2], spare_lanes, sign_bit);
         b[3] = _mm512_mask_mov_epi8(b[3], spare_lanes, _mm512_set1_epi8(0x3f));
       } else if (spare_lanes != 0) {  // the block's extreme element (+1): a group in 32 or so
+        // Byte k of every float of the broadcast spare.
+        const __m512i bits = _mm512_castps_si512(spare);
         for (int k = 0; k < 4; ++k)
-          b[k] = _mm512_mask_mov_epi8(b[k], spare_lanes,
-                                      _mm512_set1_epi8(static_cast<char>(spare >> (8 * k))));
+          b[k] = _mm512_mask_mov_epi8(
+              b[k], spare_lanes, _mm512_shuffle_epi8(bits, _mm512_set1_epi8(static_cast<char>(k))));
       }
     }
     const __m512i lo01 = _mm512_unpacklo_epi8(b[0], b[1]), hi01 = _mm512_unpackhi_epi8(b[0], b[1]);
@@ -1116,8 +1120,9 @@ struct WordGroups {
       scaled.low[k / 2][k % 2] = _mm512_permutex2var_epi16(m.v[2 * k], even, m.v[2 * k + 1]);
       scaled.high[k / 2][k % 2] = _mm512_permutex2var_epi16(m.v[2 * k], odd, m.v[2 * k + 1]);
     }
-    scaled.spare_low = _mm512_set1_epi16(static_cast<int16_t>(m.spare & 0xffff));
-    scaled.spare_high = _mm512_set1_epi16(static_cast<int16_t>(m.spare >> 16));
+    const __m512i spare = _mm512_castps_si512(m.spare);
+    scaled.spare_low = _mm512_shuffle_epi8(spare, _mm512_set1_epi32(0x01000100));  // every word
+    scaled.spare_high = _mm512_shuffle_epi8(spare, _mm512_set1_epi32(0x03020302));
     return true;
   }
 
