@@ -301,10 +301,10 @@ class RunReader {
     r.best_test_error = number(j, path, "best_test_error", 0, 1);
     r.fp32_reference_bytes = whole(j, path, "fp32_reference_bytes");
     const std::string hash = text(j, path, "params_fnv1a");
-    char* end = nullptr;
-    r.params_hash = std::strtoull(hash.c_str(), &end, 16);
-    if (hash.size() != 16 || *end != '\0')
+    // Digits only: strtoull would also take a sign, leading blanks or "0x".
+    if (hash.size() != 16 || hash.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
       fail(join(path, "params_fnv1a"), "expected 16 hex digits");
+    r.params_hash = std::strtoull(hash.c_str(), nullptr, 16);
     const nlohmann::json& epochs = at(j, path, "epochs");
     if (!epochs.is_array() || epochs.empty())
       fail(join(path, "epochs"), "expected a non-empty array");

@@ -119,10 +119,14 @@ TEST(TrainReport, EveryFieldIsCheckedAndNamed) {
   EXPECT_NE(error_of(replaced("\"test_error\": 0.19", "\"test_error\": 1.19"))
                 .find("runs[0].epochs[0].test_error: out of range"),
             std::string::npos);
-  EXPECT_NE(error_of(replaced("\"params_fnv1a\": \"0123456789abcdf0\"",
-                              "\"params_fnv1a\": \"0123456789abcdfx\""))
-                .find("runs[0].params_fnv1a"),
-            std::string::npos);
+  // strtoull alone also takes a sign or leading blanks: "-000000000000001" read as 2^64 - 1.
+  for (const char* hash : {"0123456789abcdfx", "-000000000000001", " 123456789abcdf0",
+                           "+123456789abcdf0", "0x23456789abcdf0"})
+    EXPECT_NE(error_of(replaced("\"params_fnv1a\": \"0123456789abcdf0\"",
+                                std::string("\"params_fnv1a\": \"") + hash + "\""))
+                  .find("runs[0].params_fnv1a"),
+              std::string::npos)
+        << hash;
   EXPECT_NE(error_of(replaced("\"steps\": 10", "\"steps\": \"10\""))
                 .find("runs[0].epochs[0].steps: expected a number"),
             std::string::npos);
