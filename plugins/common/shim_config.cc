@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "octet/detail/quoted.h"
 #include "octet/octet_c.h"
 
 namespace {
@@ -29,8 +30,8 @@ std::string lower_trimmed(const char* text) {
 void fail(octet_shim_config* c, const char* name, const char* value, const char* expected) {
   if (!c->valid) return;  // keep the first problem: it is the one to fix first
   c->valid = 0;
-  std::snprintf(c->error, sizeof c->error, "%s=\"%s\" is not valid (expected %s)", name, value,
-                expected);
+  std::snprintf(c->error, sizeof c->error, "%s=%s is not valid (expected %s)", name,
+                octet::detail::quoted(value, '"').c_str(), expected);
 }
 
 bool parse_bool(const char* text, int* out) {

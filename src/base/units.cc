@@ -4,6 +4,7 @@
 #include <cctype>
 #include <string>
 
+#include "octet/detail/quoted.h"
 #include "octet/error.h"
 
 namespace octet {
@@ -13,7 +14,7 @@ constexpr uint64_t kMaxSize = uint64_t{1} << 62;
 
 [[noreturn]] void bad_size(std::string_view text, const char* why) {
   throw Error(ErrorCode::kInvalidArgument,
-              "bad size '" + std::string(text) + "': " + why +
+              "bad size " + detail::quoted(text) + ": " + why +
                   " (expected a number and an optional unit B, K, M, G, T; 1K = 1024 bytes)");
 }
 
@@ -36,8 +37,10 @@ uint64_t parse_size(std::string_view text) {
   uint64_t whole = 0, frac = 0, frac_scale = 1;
   const size_t digits_begin = i;
   for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
-    if (whole > kMaxSize) bad_size(text, "too large");
-    whole = whole * 10 + static_cast<uint64_t>(text[i] - '0');
+    // Checked before the multiply: a 64-bit product would wrap ("18446744073709551620" to 4).
+    const uint64_t digit = static_cast<uint64_t>(text[i] - '0');
+    if (whole > (kMaxSize - digit) / 10) bad_size(text, "too large (at most 2^62 bytes)");
+    whole = whole * 10 + digit;
   }
   if (i == digits_begin) bad_size(text, "no number");
   if (i < text.size() && text[i] == '.') {

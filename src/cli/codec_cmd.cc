@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/support.h"
 #include "octet/codec.h"
+#include "octet/detail/quoted.h"
 
 namespace octet {
 namespace cli {
@@ -44,7 +45,7 @@ std::vector<float> sample(const std::string& dist, size_t n, uint64_t seed) {
   else if (dist == "lognormal")
     fill(std::lognormal_distribution<double>(0.0, 1.0));
   else
-    throw Error(ErrorCode::kInvalidArgument, "unknown distribution '" + dist + "'");
+    throw Error(ErrorCode::kInvalidArgument, "unknown distribution " + detail::quoted(dist));
   return x;
 }
 

@@ -13,6 +13,7 @@
 #include <new>
 #include <utility>
 
+#include "octet/detail/quoted.h"
 #include "octet/error.h"
 
 namespace octet {
@@ -246,7 +247,7 @@ CLI::Validator seconds_between(double lo, double hi) {
         errno = 0;
         const double v = std::strtod(s.c_str(), &end);
         const bool number = !s.empty() && end == s.c_str() + s.size() && errno == 0;
-        return number && v >= lo && v <= hi ? "" : what + ", not '" + s + "'";
+        return number && v >= lo && v <= hi ? "" : what + ", not " + detail::quoted(s);
       },
       "SECONDS");
 }

@@ -5,6 +5,7 @@
 #include "codec/payload.h"
 #include "codec/tables.h"
 #include "octet/codec.h"
+#include "octet/detail/quoted.h"
 
 namespace octet {
 
@@ -29,8 +30,8 @@ DataType parse_data_type(std::string_view name) {
   for (const auto& t : kNames)
     if (n == t.name) return t.type;
   throw Error(ErrorCode::kInvalidArgument,
-              "unknown data type '" + std::string(name) +
-                  "' (dynamic, linear, mantissa, static_tree, dynamic_unsigned, dynamic4)");
+              "unknown data type " + detail::quoted(name) +
+                  " (dynamic, linear, mantissa, static_tree, dynamic_unsigned, dynamic4)");
 }
 
 const char* data_type_name(DataType type) noexcept {

@@ -12,6 +12,7 @@
 #include "collectives/comm_core.h"
 #include "collectives/hierarchical.h"
 #include "collectives/operation.h"
+#include "octet/detail/quoted.h"
 
 namespace octet {
 namespace detail {
@@ -711,7 +712,7 @@ Policy parse_policy(std::string_view name) {
   for (Policy p : {Policy::kAuto, Policy::kAlways, Policy::kNever})
     if (name == policy_name(p)) return p;
   throw Error(ErrorCode::kInvalidArgument,
-              "unknown policy '" + std::string(name) + "' (auto, always, never)");
+              "unknown policy " + detail::quoted(name) + " (auto, always, never)");
 }
 
 bool decide_policy(Comm& comm, Collective op, size_t count, const CollectiveOptions& options) {

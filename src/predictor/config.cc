@@ -12,6 +12,7 @@
 #include <toml++/toml.h>
 #include <nlohmann/json.hpp>
 
+#include "octet/detail/quoted.h"
 #include "octet/error.h"
 #include "predictor/internal.h"
 #include "predictor/predictor.h"
@@ -159,7 +160,7 @@ Parallelism read_parallel(const Obj& o, const std::string& scheme, size_t index)
   const std::string p = o.str("parallel");
   if (p == "data") return Parallelism::kData;
   if (p == "model") return Parallelism::kModel;
-  fail(o.at("parallel"), "expected \"data\" or \"model\", not '" + p + "'");
+  fail(o.at("parallel"), "expected \"data\" or \"model\", not " + detail::quoted(p));
 }
 
 Layer read_layer(const json& j, const std::string& path, const std::string& scheme, size_t i) {
@@ -189,7 +190,8 @@ Workload read_workload(const json& j) {
   w.name = o.has("name") ? o.str("name") : "workload";
   const std::string scheme = o.has("scheme") ? o.str("scheme") : "data";
   if (scheme != "data" && scheme != "model" && scheme != "hybrid")
-    fail(o.at("scheme"), "expected \"data\", \"model\" or \"hybrid\", not '" + scheme + "'");
+    fail(o.at("scheme"),
+         "expected \"data\", \"model\" or \"hybrid\", not " + detail::quoted(scheme));
   w.batch = o.positive_int("batch");
   if (o.has("sub_batch")) w.sub_batch = o.positive_int("sub_batch");
   if (o.has("model_parallel_efficiency")) {

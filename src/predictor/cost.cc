@@ -5,6 +5,7 @@
 #include <string>
 
 #include "octet/collectives.h"
+#include "octet/detail/quoted.h"
 #include "octet/error.h"
 #include "octet/transport.h"
 #include "predictor/internal.h"
@@ -60,8 +61,8 @@ Collective parse_collective(const std::string& name) {
   if (name == "reduce_scatter" || name == "reduce_scatter_block") return Collective::kReduceScatter;
   if (name == "allgather" || name == "iallgather") return Collective::kAllgather;
   if (name == "bcast" || name == "ibcast") return Collective::kBcast;
-  throw Error(ErrorCode::kInvalidArgument, "unknown collective '" + name +
-                                               "' (expected allreduce, iallreduce, "
+  throw Error(ErrorCode::kInvalidArgument, "unknown collective " + detail::quoted(name) +
+                                               " (expected allreduce, iallreduce, "
                                                "reduce_scatter_block, allgather or bcast)");
 }
 

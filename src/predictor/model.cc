@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "octet/detail/quoted.h"
 #include "octet/error.h"
 #include "predictor/internal.h"
 #include "predictor/predictor.h"
@@ -288,7 +289,8 @@ SweepVariable parse_sweep_variable(const std::string& name) {
   if (name == "sub-batch" || name == "sub_batch") return SweepVariable::kSubBatch;
   if (name == "bandwidth") return SweepVariable::kBandwidth;
   if (name == "message" || name == "message-size") return SweepVariable::kMessageSize;
-  fail("sweep", "unknown variable '" + name + "' (expected gpus, sub-batch, bandwidth, message)");
+  fail("sweep", "unknown variable " + detail::quoted(name) +
+                    " (expected gpus, sub-batch, bandwidth, message)");
 }
 
 std::vector<SweepPoint> sweep(const Scenario& base, SweepVariable variable,

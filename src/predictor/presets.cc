@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "octet/detail/quoted.h"
 #include "predictor/internal.h"
 #include "predictor/predictor.h"
 
@@ -129,7 +130,7 @@ std::string preset_text(const std::string& name) {
   if (name == "gpt2-dp") return kGpt2;
   std::string list;
   for (const auto& n : preset_names()) list += (list.empty() ? "" : ", ") + n;
-  fail("preset", "unknown preset '" + name + "' (expected one of " + list + ")");
+  fail("preset", "unknown preset " + detail::quoted(name) + " (expected one of " + list + ")");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "octet/detail/quoted.h"
 #include "octet/units.h"
 #include "predictor/internal.h"
 #include "predictor/predictor.h"
@@ -45,7 +46,8 @@ const Kind kTimeKind = {"time", kTime, 0, kMaxSeconds, "at most 1e9 s"};
 double in_range(double value, const std::string& text, const Kind& kind) {
   const double magnitude = std::fabs(value);
   if (magnitude > kind.max || (magnitude > 0 && magnitude < kind.min))
-    fail("'" + text + "'", std::string("out of range (a ") + kind.name + " is " + kind.range + ")");
+    fail(detail::quoted(text),
+         std::string("out of range (a ") + kind.name + " is " + kind.range + ")");
   return value;
 }
 
@@ -55,16 +57,17 @@ double parse_quantity(const std::string& text, const Kind& kind) {
   const double value = std::strtod(begin, &end);
   const std::string name = kind.name;
   if (end == begin || !std::isfinite(value))
-    fail("'" + text + "'", "not a " + name + " (expected e.g. a number and a unit)");
+    fail(detail::quoted(text), "not a " + name + " (expected e.g. a number and a unit)");
   std::string unit(end);
   while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
   while (!unit.empty() && unit.back() == ' ') unit.pop_back();
   if (unit.empty())
-    fail("'" + text + "'", "a " + name + " needs a unit (one of " + unit_list(kind.units) + ")");
+    fail(detail::quoted(text),
+         "a " + name + " needs a unit (one of " + unit_list(kind.units) + ")");
   for (const auto& u : kind.units)
     if (unit == u.first) return in_range(value * u.second, text, kind);
-  fail("'" + text + "'",
-       "unknown " + name + " unit '" + unit + "' (expected one of " + unit_list(kind.units) + ")");
+  fail(detail::quoted(text), "unknown " + name + " unit " + detail::quoted(unit) +
+                                 " (expected one of " + unit_list(kind.units) + ")");
 }
 
 }  // namespace

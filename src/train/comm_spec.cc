@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "octet/detail/quoted.h"
 #include "octet/error.h"
 
 namespace octet {
@@ -19,7 +20,7 @@ std::vector<std::string> split(const std::string& text, char sep) {
 
 [[noreturn]] void bad(const std::string& item, const std::string& why) {
   throw Error(ErrorCode::kInvalidArgument,
-              "--comm: '" + item + "': " + why +
+              "--comm: " + detail::quoted(item) + ": " + why +
                   " (expected fp32 or <type>[+sr][+ef], e.g. fp32,dynamic,dynamic+ef)");
 }
 
@@ -48,8 +49,9 @@ CommSpec parse_comm(const std::string& text) {
     bad(text, "dynamic_unsigned needs single-signed blocks; gradients have both signs");
   for (size_t i = 1; i < parts.size(); ++i) {
     bool& flag = parts[i] == "sr" ? spec.stochastic : spec.error_feedback;
-    if (parts[i] != "sr" && parts[i] != "ef") bad(text, "unknown modifier '" + parts[i] + "'");
-    if (flag) bad(text, "'" + parts[i] + "' given twice");
+    if (parts[i] != "sr" && parts[i] != "ef")
+      bad(text, "unknown modifier " + detail::quoted(parts[i]));
+    if (flag) bad(text, detail::quoted(parts[i]) + " given twice");
     flag = true;
   }
   return spec;
@@ -73,10 +75,10 @@ std::vector<std::string> parse_mode_list(const std::string& text) {
   std::vector<std::string> modes;
   for (const std::string& item : split(text, ',')) {
     if (std::find(known.begin(), known.end(), item) == known.end())
-      throw Error(ErrorCode::kInvalidArgument,
-                  "--mode: unknown mode '" + item + "' (expected a comma list of dp, mp, hybrid)");
+      throw Error(ErrorCode::kInvalidArgument, "--mode: unknown mode " + detail::quoted(item) +
+                                                   " (expected a comma list of dp, mp, hybrid)");
     if (std::find(modes.begin(), modes.end(), item) != modes.end())
-      throw Error(ErrorCode::kInvalidArgument, "--mode: '" + item + "' listed twice");
+      throw Error(ErrorCode::kInvalidArgument, "--mode: " + detail::quoted(item) + " listed twice");
     modes.push_back(item);
   }
   return modes;

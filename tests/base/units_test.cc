@@ -31,7 +31,10 @@ TEST(ParseSize, BinaryUnitsInAnyCase) {
 TEST(ParseSize, RejectsWithOneLine) {
   for (const char* bad :
        {"", " ", "K", "-1", "+1", "1e6", "0x10", "1.", ".5K", "1.1K", "64  K", "64 parsecs", "1KK",
-        "5000000000T", "4611686018427387905", "99999999999999999999999"}) {
+        "5000000000T", "4611686018427387905", "99999999999999999999999",
+        // 2^64 + 4 and 10 * 2^64 + 40960: a wrapping 64-bit accumulator read them as 4 and 40 KiB
+        "18446744073709551620", "184467440737095516200K",
+        "00000000000000000004611686018427387905"}) {
     try {
       parse_size(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";
@@ -41,6 +44,24 @@ TEST(ParseSize, RejectsWithOneLine) {
       EXPECT_NE(m.find(std::string("'") + bad + "'"), std::string::npos) << m;
       EXPECT_EQ(m.find('\n'), std::string::npos) << m;
     }
+  }
+}
+
+// User text is quoted into the message (octet/detail/quoted.h): control bytes escaped, long text
+// cut, so that the error stays one line.
+TEST(ParseSize, QuotesWhatTheUserTypedOnOneLine) {
+  try {
+    parse_size("64\nK");
+    ADD_FAILURE() << "accepted a newline";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'64\\x0aK'"), std::string::npos) << e.what();
+  }
+  try {
+    parse_size(std::string(100, '7') + "Q");
+    ADD_FAILURE() << "accepted 100 digits";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'" + std::string(64, '7') + "...'"), std::string::npos)
+        << e.what();
   }
 }
 
