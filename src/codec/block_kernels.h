@@ -1,5 +1,6 @@
 // Per-block encode/decode primitives. Two implementations with identical results: the scalar
-// reference (scalar.cc) and the Highway SIMD path with runtime dispatch (simd.cc).
+// reference (scalar.cc) and the Highway SIMD path with runtime dispatch (simd.cc, simd_encode.cc,
+// simd_decode.cc).
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,6 @@
 // quant_math.h's bucket table rewritten for encoders that look entries up with scalar loads
-// (simd.cc, AVX2): a vector gather is slow on AMD, and there the lookup, not the arithmetic, bounds
-// the encoder, so each entry is laid out to decide its lane with one compare.
+// (simd_encode.cc, AVX2): a vector gather is slow on AMD, and there the lookup, not the arithmetic,
+// bounds the encoder, so each entry is laid out to decide its lane with one compare.
 //
 // Entry b of the bucket table holds the levels below the bucket (base) and the offset of the
 // bucket's threshold (2^shift when it has none). Here the same bucket holds

@@ -1,6 +1,6 @@
 // The block loop of an encode: each block's statistics, scale and codes. Every kernel set
-// (scalar.cc, each SIMD target of simd.cc) instantiates it with its own encoder, so that a run of
-// blocks builds the encoder's tables once and calls the block steps directly: for the 4-bit
+// (scalar.cc, each SIMD target of simd_encode.cc) instantiates it with its own encoder, so that a
+// run of blocks builds the encoder's tables once and calls the block steps directly: for the 4-bit
 // types' blocks of 128 elements, that set-up and the indirect calls per block cost about as much
 // as the codes themselves.
 #pragma once

@@ -1,6 +1,6 @@
 // A code table seen as a few runs of equally spaced levels ("segments"), for the SIMD encoders
-// that compute a level with a multiply instead of looking it up in the bucket table (simd.cc): a
-// gather per vector is slow on AMD, a handful of in-register lookups is not.
+// that compute a level with a multiply instead of looking it up in the bucket table
+// (simd_encode.cc): a gather per vector is slow on AMD, a handful of in-register lookups is not.
 //
 // For |xn| = a, the segment s comes from a's exponent (a 16-entry table of groups of 2 binades
 // holding at most one segment boundary each) and one exact integer compare with that boundary.

@@ -1,7 +1,7 @@
-// Decoded values by arithmetic instead of a table load per element, for the AVX2 decoder (simd.cc):
-// AVX2 has no permute wide enough to hold a 256-entry table, and this core issues only about 1.6
-// vector table loads a cycle, so the AVX2 loop decodes one vector in three by this plan on the
-// multiply-add units while the other two load their values.
+// Decoded values by arithmetic instead of a table load per element, for the AVX2 decoder
+// (simd_decode.cc): AVX2 has no permute wide enough to hold a 256-entry table, and this core issues
+// only about 1.6 vector table loads a cycle, so the AVX2 loop decodes one vector in three by this
+// plan on the multiply-add units while the other two load their values.
 //
 // For a signed 8-bit table, level L = code & 0x7f and slot s = the exponent field of float(2L + 1)
 // modulo 8 (L = 0: slot 7; L in [2^i, 2^(i+1)): slot i). The unit magnitude is
