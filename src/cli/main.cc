@@ -1,5 +1,7 @@
 // `octet`: one binary, one subcommand per job. Errors print one line and exit non-zero.
+#include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -15,8 +17,16 @@ namespace {
 // The MPI rank the launcher gave this process, read before MPI is initialised (command-line
 // errors are found before it is): 0 when not started by mpirun or srun.
 int launcher_rank() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
-    if (const char* v = std::getenv(name)) return std::atoi(v);
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr) continue;
+    char* end = nullptr;
+    errno = 0;
+    const long rank = std::strtol(v, &end, 10);  // atoi's overflow is undefined
+    return end != v && *end == '\0' && errno == 0 && rank >= 0 && rank <= INT_MAX
+               ? static_cast<int>(rank)
+               : 0;
+  }
   return 0;
 }
 
