@@ -394,7 +394,7 @@ void run_curves(const CurvesArgs& a) {
 void add_curves_command(CLI::App* predict) {
   static CurvesArgs a;
   auto* c = predict->add_subcommand(
-      "curves", "the auto policy's cost curves for a job, from a calibration (OCTET_CALIBRATION)");
+      "curves", "The auto policy's cost curves for a job, from a calibration (OCTET_CALIBRATION)");
   c->add_option("calibration", a.calibration, "file written by octet calibrate")->required();
   c->add_option("--ranks", a.ranks, "ranks of the communicator")->required()->check(at_least(1));
   c->add_option("--hosts", a.hosts, "hosts they run on (default 1)")->check(at_least(1));
@@ -410,26 +410,26 @@ void add_curves_command(CLI::App* predict) {
 
 void add_predict_commands(CLI::App& app) {
   auto* predict =
-      app.add_subcommand("predict", "will 8-bit communication pay off? (docs/predictor.md)");
+      app.add_subcommand("predict", "Will 8-bit communication pay off? (docs/predictor.md)");
   predict->require_subcommand(1);
   static bool as_json = false;
   static ScenarioArgs scenario;
 
   static std::string mode = "corrected";
-  auto* paper = predict->add_subcommand("paper", "reproduce paper 001's Tables 1, 6 and 7");
+  auto* paper = predict->add_subcommand("paper", "Reproduce paper 001's Tables 1, 6 and 7");
   paper->add_option("--mode", mode, "paper (its printed arithmetic) or corrected (default)");
   paper->add_flag("--json", as_json, "JSON output");
   paper->callback([] { run_paper(mode, as_json); });
 
   auto* model =
-      predict->add_subcommand("model", "step time and speedup of a workload on a cluster");
+      predict->add_subcommand("model", "Step time and speedup of a workload on a cluster");
   add_scenario_options(model, scenario);
   model->add_flag("--json", as_json, "JSON output");
   model->callback([] { run_model(scenario, as_json); });
 
   static std::string var = "gpus", values, svg;
   auto* sw =
-      predict->add_subcommand("sweep", "speedup over GPUs, sub-batch, bandwidth or message size");
+      predict->add_subcommand("sweep", "Speedup over GPUs, sub-batch, bandwidth or message size");
   add_scenario_options(sw, scenario);
   sw->add_option("--var", var, "gpus | sub-batch | bandwidth | message");
   sw->add_option("--values", values, "comma-separated values (bandwidth/message with units)");
@@ -438,7 +438,7 @@ void add_predict_commands(CLI::App& app) {
   sw->callback([] { run_sweep(scenario, var, values, svg, as_json); });
 
   static std::string report;
-  auto* rep = predict->add_subcommand("report", "per message size: does compressing pay off?");
+  auto* rep = predict->add_subcommand("report", "Per message size: does compressing pay off?");
   rep->add_option("report", report, "shim report JSON (OCTET_REPORT)")->required();
   rep->add_option("--preset", scenario.preset, "built-in cluster and codec");
   rep->add_option("--config", scenario.files, "cluster/codec files (e.g. from octet calibrate)");
@@ -447,14 +447,14 @@ void add_predict_commands(CLI::App& app) {
 
   add_curves_command(predict);
 
-  auto* presets = predict->add_subcommand("presets", "list the built-in scenarios");
+  auto* presets = predict->add_subcommand("presets", "List the built-in scenarios");
   presets->callback([] {
     for (const auto& n : pr::preset_names()) std::printf("%s\n", n.c_str());
   });
 
   static CalibrateArgs cal;
   auto* calibrate = app.add_subcommand(
-      "calibrate", "measure codec throughput (and, under mpirun, the link) for octet predict");
+      "calibrate", "Measure codec throughput (and, under mpirun, the link) for octet predict");
   calibrate->add_option("--type", cal.type, "codec data type");
   calibrate->add_option("--block", cal.block, "block size (0: the type's default)")
       ->check(at_least<uint32_t>(0));
