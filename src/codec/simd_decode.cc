@@ -142,6 +142,26 @@ HWY_INLINE __m512 Scaled(__m512i value_bits, const GroupScales& g, int q) {
   return kAddZero ? _mm512_add_ps(v, g.zero[q]) : v;
 }
 
+// How a group of Groups (ByteGroups or WordGroups, whose Group() gives a group's 64 float bits)
+// is written: scaled as it is stored, or as it is where Prescale built the block's tables.
+template <class Groups>
+struct GroupWriter {
+  template <class Store>
+  HWY_INLINE void operator()(Store, const GroupScales& g, const uint8_t* codes, float* out) const {
+    __m512i f[4];
+    static_cast<const Groups*>(this)->template Group<false>(codes, f);
+    for (int q = 0; q < 4; ++q) Store::Store(Scaled<Store::kAddZero>(f[q], g, q), out + 16 * q);
+  }
+
+  // A group of a block that Prescale accepted.
+  template <class Store>
+  HWY_INLINE void Prescaled(Store, const uint8_t* codes, float* out) const {
+    __m512i f[4];
+    static_cast<const Groups*>(this)->template Group<true>(codes, f);
+    for (int q = 0; q < 4; ++q) Store::Store(_mm512_castsi512_ps(f[q]), out + 16 * q);
+  }
+};
+
 #if HWY_TARGET == HWY_AVX3_DL
 // VBMI (Ice Lake, Zen 4 and later), 64 codes a group. Each of the 4 bytes of a value comes from a
 // 128-entry byte table held in two registers (vpermi2b), and byte unpacks reassemble the floats.
@@ -155,7 +175,7 @@ HWY_INLINE __m512 Scaled(__m512i value_bits, const GroupScales& g, int q) {
 // 30-31 against 23-25 G elements/s); with the prescaled tables a decode of 2^17 elements in
 // blocks of 2048 runs at 26.7-27.5 against 24.3-25.0, in blocks of 65536 at 34.
 template <bool kSigned>
-struct ByteGroups {
+struct ByteGroups : GroupWriter<ByteGroups<kSigned> > {
   static constexpr size_t kLanes = 64;
   static constexpr bool kPrescales = kSigned;
   // The tables cost about as much as a group's multiplies over 32 groups: measured by block size
@@ -250,21 +270,6 @@ struct ByteGroups {
     f[2] = _mm512_unpacklo_epi16(hi01, hi23);
     f[3] = _mm512_unpackhi_epi16(hi01, hi23);
   }
-
-  template <class Store>
-  HWY_INLINE void operator()(Store, const GroupScales& g, const uint8_t* codes, float* out) const {
-    __m512i f[4];
-    Group<false>(codes, f);
-    for (int q = 0; q < 4; ++q) Store::Store(Scaled<Store::kAddZero>(f[q], g, q), out + 16 * q);
-  }
-
-  // A group of a block that Prescale accepted.
-  template <class Store>
-  HWY_INLINE void Prescaled(Store, const uint8_t* codes, float* out) const {
-    __m512i f[4];
-    Group<true>(codes, f);
-    for (int q = 0; q < 4; ++q) Store::Store(_mm512_castsi512_ps(f[q]), out + 16 * q);
-  }
 };
 #else
 // Plain AVX-512 (Skylake-SP, Cascade Lake: BW but no VBMI), 64 codes a group as two halves of 32.
@@ -279,7 +284,7 @@ struct ByteGroups {
 // needs no multiply. The sign bit of the code is xor-ed into the product's, which is the
 // reference's bits wherever no product of a nonzero magnitude is zero (SignSymmetric).
 template <bool kSigned>
-struct WordGroups {
+struct WordGroups : GroupWriter<WordGroups<kSigned> > {
   static constexpr size_t kLanes = 64;
   static constexpr bool kPrescales = kSigned;
   static constexpr uint32_t kPrescaleMinBlock = 512;  // 8 groups: the tables cost about one
@@ -383,21 +388,6 @@ struct WordGroups {
       Values<kPrescaled, false>(p, _mm512_unpacklo_epi8(c, c), f);
       Values<kPrescaled, false>(p, _mm512_unpackhi_epi8(c, c), f + 2);
     }
-  }
-
-  template <class Store>
-  HWY_INLINE void operator()(Store, const GroupScales& g, const uint8_t* codes, float* out) const {
-    __m512i f[4];
-    Group<false>(codes, f);
-    for (int q = 0; q < 4; ++q) Store::Store(Scaled<Store::kAddZero>(f[q], g, q), out + 16 * q);
-  }
-
-  // A group of a block that Prescale accepted.
-  template <class Store>
-  HWY_INLINE void Prescaled(Store, const uint8_t* codes, float* out) const {
-    __m512i f[4];
-    Group<true>(codes, f);
-    for (int q = 0; q < 4; ++q) Store::Store(_mm512_castsi512_ps(f[q]), out + 16 * q);
   }
 };
 #endif

@@ -235,29 +235,19 @@ HWY_INLINE hn::Vec<DI> TruncateToInt(hn::Vec<DF> v) {
 #endif
 }
 
-// segments.h's arithmetic level: the segment from the exponent's group (a byte shuffle), one
-// permute and one compare, then floor(z) with z from one more permute-fed multiply-add. Lanes whose
-// z lies within 2 epsilon above an integer are flagged in *ambiguous: their level may be off by one
-// and the caller recomputes them exactly. No gather: 4 permutes and a byte shuffle per vector.
-struct SegmentLevels {
-  using D8 = hn::Repartition<uint8_t, DF>;
+// The segment (segments.h) of abs_bits <= 1.0f's bits, for both plans (SegmentPlan,
+// StochasticPlan): the first segment of the exponent's group by a byte shuffle, then one permute
+// and one compare.
+struct SegmentFinder {
   using D16 = hn::Repartition<uint16_t, DF>;
 
-  SegmentLevels(const SegmentPlan& p, hn::Vec<DI> top_level)
+  template <class Plan>
+  explicit SegmentFinder(const Plan& p)
       : group_offset(hn::BitCast(D16(), hn::Set(DI(), p.group_offset))),
-        group_segment(GroupSegmentBytes(p)),
-        next_below(hn::LoadU(DI(), p.next_below)),
-        rate(hn::LoadU(DF(), p.rate)),
-        intercept(hn::LoadU(DF(), p.intercept)),
-        z_max(hn::LoadU(DF(), p.z_max)),
-        top_below(hn::Set(DI(), p.top_below)),
-        top(top_level),
-        two_epsilon(hn::Set(DF(), 2 * p.epsilon)) {}
-
-  // The group table in every 16-byte block (byte shuffles index within blocks).
-  static hn::Vec<D8> GroupSegmentBytes(const SegmentPlan& p) {
+        // The group table in every 16-byte block (byte shuffles index within blocks).
+        group_segment(hn::LoadDup128(D8(), p.group_segment)),
+        next_below(hn::LoadU(DI(), p.next_below)) {
     static_assert(kGroups == 16, "one 16-byte block");
-    return hn::LoadDup128(D8(), p.group_segment);
   }
 
   HWY_INLINE hn::Vec<DI> Segment(hn::Vec<DI> abs_bits) const {
@@ -271,6 +261,25 @@ struct SegmentLevels {
     return hn::Sub(first, hn::VecFromMask(di, hn::Gt(abs_bits, Permute8(next_below, first))));
   }
 
+  hn::Vec<D16> group_offset;
+  hn::Vec<D8> group_segment;
+  hn::Vec<DI> next_below;
+};
+
+// segments.h's arithmetic level: the segment from the exponent's group (a byte shuffle), one
+// permute and one compare, then floor(z) with z from one more permute-fed multiply-add. Lanes whose
+// z lies within 2 epsilon above an integer are flagged in *ambiguous: their level may be off by one
+// and the caller recomputes them exactly. No gather: 4 permutes and a byte shuffle per vector.
+struct SegmentLevels : SegmentFinder {
+  SegmentLevels(const SegmentPlan& p, hn::Vec<DI> top_level)
+      : SegmentFinder(p),
+        rate(hn::LoadU(DF(), p.rate)),
+        intercept(hn::LoadU(DF(), p.intercept)),
+        z_max(hn::LoadU(DF(), p.z_max)),
+        top_below(hn::Set(DI(), p.top_below)),
+        top(top_level),
+        two_epsilon(hn::Set(DF(), 2 * p.epsilon)) {}
+
   HWY_INLINE hn::Vec<DI> Level(hn::Vec<DI> abs_bits, hn::Mask<DF>* ambiguous) const {
     const DF df;
     const auto seg = Segment(abs_bits);
@@ -282,9 +291,6 @@ struct SegmentLevels {
     return hn::IfThenElse(hn::Gt(abs_bits, top_below), top, TruncateToInt(whole));
   }
 
-  hn::Vec<D16> group_offset;
-  hn::Vec<D8> group_segment;
-  hn::Vec<DI> next_below;
   hn::Vec<DF> rate, intercept, z_max;
   hn::Vec<DI> top_below, top;
   hn::Vec<DF> two_epsilon;
@@ -305,33 +311,15 @@ HWY_INLINE void ExactLevels(const Lookup& lookup, const SegmentLevels& seg,
 // counter-based hash as quant_math.h. Lanes with ceil(v) - v < 2 margin (pos - u within the
 // margin of an integer) are flagged: the caller recomputes their group exactly. No gather: 5
 // permutes and a byte shuffle.
-struct StochasticLevels {
-  using D16 = hn::Repartition<uint16_t, DF>;
-
+struct StochasticLevels : SegmentFinder {
   StochasticLevels(const StochasticPlan& p, uint32_t key)
-      : group_offset(hn::BitCast(D16(), hn::Set(DI(), p.group_offset))),
-        group_segment(GroupSegmentBytes(p)),
-        next_below(hn::LoadU(DI(), p.next_below)),
+      : SegmentFinder(p),
         rate(hn::LoadU(DF(), p.rate)),
         intercept(hn::LoadU(DF(), p.intercept)),
         last(hn::LoadU(DF(), p.last)),
         stretch(hn::LoadU(DF(), p.stretch)),
         key(hn::Set(DU(), key)),
         two_margin(hn::Set(DF(), 2 * p.margin)) {}
-
-  static hn::Vec<D8> GroupSegmentBytes(const StochasticPlan& p) {
-    return hn::LoadDup128(D8(), p.group_segment);
-  }
-
-  // The segment of abs_bits <= 1.0f's bits (as SegmentLevels::Segment).
-  HWY_INLINE hn::Vec<DI> Segment(hn::Vec<DI> abs_bits) const {
-    const DI di;
-    const auto group = hn::BitCast(
-        D8(),
-        hn::SaturatedSub(hn::BitCast(D16(), hn::ShiftRight<kGroupShift>(abs_bits)), group_offset));
-    const auto first = hn::BitCast(di, hn::TableLookupBytes(group_segment, group));
-    return hn::Sub(first, hn::VecFromMask(di, hn::Gt(abs_bits, Permute8(next_below, first))));
-  }
 
   // abs_bits: |xn| clamped to 1.0f's bits. Returns the level (not yet clamped for negative
   // values: the code step does that); *dmin accumulates ceil(v) - v.
@@ -355,9 +343,6 @@ struct StochasticLevels {
     return hn::AllFalse(DF(), hn::Lt(dmin, two_margin));
   }
 
-  hn::Vec<D16> group_offset;
-  hn::Vec<D8> group_segment;
-  hn::Vec<DI> next_below;
   hn::Vec<DF> rate, intercept, last, stretch;
   hn::Vec<DU> key;
   hn::Vec<DF> two_margin;
