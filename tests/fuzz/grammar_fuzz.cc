@@ -44,34 +44,34 @@ int unit_shift(std::string_view unit) {
   return -1;
 }
 
-// The grammar's value of text, or -1 where it names no size. A fraction of more than 13 digits
-// is refused ("too many decimals", units.h's implementation limit).
-long double reference_size(std::string_view text, u128* bytes) {
+// Whether text names a size by the grammar, its value in *bytes. A fraction of more than 13
+// digits is refused ("too many decimals", units.h's implementation limit).
+bool reference_size(std::string_view text, u128* bytes) {
   size_t i = 0;
   u128 whole = 0, frac = 0, scale = 1;
   for (; i < text.size() && is_digit(text[i]); ++i)
-    if ((whole = whole * 10 + static_cast<u128>(text[i] - '0')) > (u128{1} << 100)) return -1;
-  if (i == 0) return -1;
+    if ((whole = whole * 10 + static_cast<u128>(text[i] - '0')) > (u128{1} << 100)) return false;
+  if (i == 0) return false;
   if (i < text.size() && text[i] == '.') {
     const size_t begin = ++i;
     for (; i < text.size() && is_digit(text[i]); ++i) {
-      if (i - begin >= 13) return -1;
+      if (i - begin >= 13) return false;
       frac = frac * 10 + static_cast<u128>(text[i] - '0');
       scale *= 10;
     }
-    if (i == begin) return -1;
+    if (i == begin) return false;
   }
   if (i < text.size() && text[i] == ' ') ++i;
   const int shift = unit_shift(text.substr(i));
-  if (shift < 0) return -1;
-  if ((frac << shift) % scale != 0) return -1;
+  if (shift < 0) return false;
+  if ((frac << shift) % scale != 0) return false;
   *bytes = (whole << shift) + (frac << shift) / scale;
-  return *bytes <= kMaxBytes ? 1 : -1;
+  return *bytes <= kMaxBytes;
 }
 
 void check_size(const std::string& text) {
   u128 expected = 0;
-  const bool valid = reference_size(text, &expected) > 0;
+  const bool valid = reference_size(text, &expected);
   uint64_t c_bytes = 0;
   const bool c_valid = octet_parse_size(text.c_str(), &c_bytes) == OCTET_OK;
   try {
